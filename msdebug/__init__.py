@@ -1,0 +1,91 @@
+"""msdebug: see and steer MindSpore's runtime context from a notebook.
+
+In IPython or Jupyter: ``%load_ext msdebug`` then ``%mscontext``. In Python:
+``msdebug.get``, ``msdebug.set``, ``with msdebug.context(...)``, ``msdebug.snapshot``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+# ``set`` is deliberately not in __all__: ``from msdebug import *`` must not hide the builtin.
+__all__ = [
+    "__version__",
+    "context",
+    "describe",
+    "get",
+    "load_ipython_extension",
+    "restore",
+    "snapshot",
+    "table",
+    "unload_ipython_extension",
+]
+
+
+def get(key: str) -> Any:
+    """The current value of one context key, without freezing it (see ``settings.get``)."""
+    from . import settings
+
+    return settings.get(key)
+
+
+def set(**values: Any):  # noqa: A001 - the public name the docs promise: msdebug.set(mode="graph")
+    """Validate and apply context keys, all or none; returns what changed.
+
+    >>> msdebug.set(mode="graph", pynative_synchronize=True)
+    """
+    from . import settings
+
+    return settings.apply(values)
+
+
+def context(**values: Any):
+    """``with msdebug.context(mode="pynative"):`` the block runs with these settings, then
+    every key is as it was before, also after an error."""
+    from . import settings
+
+    return settings.context(values)
+
+
+def snapshot():
+    """Every restorable key's value now; ``msdebug.restore(snap)`` puts them back."""
+    from . import settings
+
+    return settings.snapshot()
+
+
+def restore(snap):
+    """Put back a :func:`snapshot`; returns what changed."""
+    from . import settings
+
+    return settings.restore(snap)
+
+
+def table(changed: bool = False):
+    """The context as a table (rich HTML in a notebook, text elsewhere)."""
+    from . import settings
+
+    return settings.state(changed_only=changed)
+
+
+def describe(key: str):
+    """What one key means, its allowed values, default, current value and status."""
+    from . import settings
+
+    return settings.describe(key)
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext msdebug``: registers %mscontext; does not import MindSpore."""
+    from .extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """``%unload_ext msdebug``: undoes everything loading did."""
+    from .extension import unload
+
+    unload(ipython)

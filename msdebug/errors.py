@@ -1,0 +1,44 @@
+"""Errors raised by msdebug's library code.
+
+The magic layer turns every :class:`MsDebugError` into IPython's own ``UsageError``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MsDebugError",
+    "UnknownKeyError",
+    "InvalidValueError",
+    "NotApplicableError",
+    "DeviceLockedError",
+    "MindSporeMissingError",
+    "MindSporeRefusedError",
+]
+
+
+class MsDebugError(Exception):
+    """Base class: a one-line message that says what was wrong and what is allowed."""
+
+
+class UnknownKeyError(MsDebugError, LookupError):
+    """The name is not a context key of any MindSpore version msdebug knows."""
+
+
+class InvalidValueError(MsDebugError, ValueError):
+    """A value of the wrong type, out of range, or not one of the allowed choices."""
+
+
+class NotApplicableError(MsDebugError):
+    """The key exists but does nothing here: removed, ignored, or for another device."""
+
+
+class DeviceLockedError(MsDebugError):
+    """The device can no longer change in this process; the message gives a first cell."""
+
+
+class MindSporeMissingError(MsDebugError, ImportError):
+    """MindSpore is not installed in the running environment."""
+
+
+class MindSporeRefusedError(MsDebugError):
+    """MindSpore raised although msdebug's own validation accepted the value."""
