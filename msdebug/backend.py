@@ -1,0 +1,370 @@
+"""The only module that imports MindSpore.
+
+It imports it lazily, reads the context without freezing anything, writes validated
+values, and absorbs the differences between MindSpore 2.7.0 and 2.10.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from typing import Any, Callable, Iterator, NamedTuple
+
+from .errors import DeviceLockedError, MindSporeMissingError, MindSporeRefusedError
+
+__all__ = [
+    "Backend",
+    "DeviceState",
+    "INSTALL_HINT",
+    "get_backend",
+    "capture_pristine",
+    "first_cell",
+    "installed_version",
+    "is_imported",
+    "machine_default",
+    "unwatch",
+    "watch_first_import",
+]
+
+INSTALL_HINT = 'pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+
+# Versions whose set_context body msdebug has read and tested: within this range msdebug
+# calls MindSpore's own per-key setter after validating the value itself, exactly as
+# set_context dispatches, which skips set_context's deprecation log lines. Outside it
+# msdebug calls set_context and filters those lines instead.
+_DIRECT_RANGE = ((2, 7), (2, 11))
+
+# Keys stored as attributes of the Python context object rather than as C++ params.
+_ATTRIBUTE_KEYS = (
+    "reserve_class_name_in_scope",
+    "support_binary",
+    "enable_compile_cache",
+    "aoe_config",
+    "jit_config",
+    "ascend_config",
+    "gpu_config",
+)
+# Reading these through get_param fixes them for the rest of the process (ms_context.cc
+# CheckReadStatus); keys.py marks the same keys freezes_on_read.
+_FREEZES_ON_READ = frozenset({"device_id", "max_device_memory", "mempool_block_size", "variable_memory_max_size"})
+
+
+def installed_version() -> str | None:
+    """MindSpore's version from the package metadata, without importing it."""
+    import importlib.metadata  # costs milliseconds: only when asked
+
+    try:
+        return importlib.metadata.version("mindspore")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def is_imported() -> bool:
+    """Whether anything in this process has imported MindSpore yet."""
+    return "mindspore" in sys.modules
+
+
+def first_cell(target: str, device_id: int | None) -> str:
+    """The code to run first in a fresh kernel to get ``target:device_id``."""
+    args = repr(target) if device_id is None else f"{target!r}, {device_id}"
+    return f"import mindspore; mindspore.set_device({args})"
+
+
+class DeviceState(NamedTuple):
+    """Where this process runs, and whether that can still change.
+
+    ``configured`` is true once ``mindspore.set_device`` was called (it may be called once);
+    ``started`` once the runtime of ``target`` is initialised (after the first operator).
+    """
+
+    target: str
+    device_id: int
+    configured: bool
+    started: bool
+    supported: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.target}:{self.device_id}"
+
+
+class _DropDeprecations(logging.Filter):
+    """Drops MindSpore's deprecation lines; only attached around msdebug's own calls."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "deprecated" not in message and "will be removed" not in message
+
+
+class Backend:
+    """MindSpore's context seen through one object. Use :func:`get_backend`."""
+
+    def __init__(self) -> None:
+        try:
+            import mindspore
+        except ImportError as error:
+            raise MindSporeMissingError(
+                f"MindSpore is not installed in this environment ({sys.executable}); "
+                f"install it with: {INSTALL_HINT}"
+            ) from error
+        from mindspore import context as ms_context
+        from mindspore._c_expression import DeviceManagerConf, MSContext, RuntimeConf, ms_ctx_param
+
+        from .keys import ALL_DEVICES, version_tuple
+
+        self.ms = mindspore
+        self.version: str = mindspore.__version__
+        self._ctx = ms_context._context()
+        # pybind11 builds __members__ afresh on every access: look the params up once.
+        members = dict(ms_ctx_param.__members__)
+        self._params = {name: member for name, member in members.items() if not name.startswith("_")}
+        self._setters = dict(getattr(type(self._ctx), "setters", {}))
+        self._attributes = tuple(name for name in _ATTRIBUTE_KEYS if hasattr(self._ctx, name))
+        self._devices = DeviceManagerConf.get_instance()
+        self._runtime = RuntimeConf.get_instance()
+        self._supported = tuple(t for t in ALL_DEVICES if MSContext.get_instance().is_pkg_support_device(t))
+        self._direct = _DIRECT_RANGE[0] <= version_tuple(self.version)[:2] < _DIRECT_RANGE[1]
+        # Values msdebug wrote for keys it must not read back (reading would freeze them).
+        self.written: dict[str, Any] = {}
+        self.pristine: dict[str, Any] | None = None
+
+    # ----------------------------------------------------------------- reading
+
+    def live_keys(self) -> tuple[str, ...]:
+        """Every key the installed ``set_context`` accepts, in a stable order."""
+        names = dict.fromkeys([*self._params, *self._setters, *self._attributes])
+        return tuple(names)
+
+    def readable(self, name: str) -> bool:
+        """Whether :meth:`read` can report ``name`` without side effects."""
+        return name == "device_id" or (
+            name not in _FREEZES_ON_READ and (name in self._params or name in self._attributes)
+        )
+
+    def read(self, name: str) -> Any:
+        """The raw value of ``name``, as ``get_context`` would return it.
+
+        Unlike ``get_context`` it logs nothing, and it never reads a key whose read
+        freezes it: ``device_id`` comes from ``get_current_device()``.
+        """
+        if name == "device_id":
+            return self._devices.get_device_id()
+        if name in _FREEZES_ON_READ:
+            raise KeyError(f"{name} is never read: reading it would freeze it")
+        if name in self._attributes:
+            return getattr(self._ctx, name)
+        return self._ctx.get_param(self._params[name])
+
+    def read_all(self) -> dict[str, Any]:
+        """Raw values of every readable live key."""
+        return {name: self.read(name) for name in self.live_keys() if self.readable(name)}
+
+    def device(self) -> DeviceState:
+        """The current device and whether it can still change."""
+        target = self.read("device_target")
+        return DeviceState(
+            target=target,
+            device_id=self._devices.get_device_id(),
+            configured=self._devices.is_device_enable(),
+            started=self.runtime_started(target),
+            supported=self._supported,
+        )
+
+    def runtime_started(self, target: str) -> bool:
+        """Whether the runtime of ``target`` is initialised (the device is then fixed)."""
+        try:
+            from mindspore.hal.device import is_initialized
+        except ImportError:  # pragma: no cover - present in 2.7 .. 2.10
+            return False
+        return bool(is_initialized(target)) if target in self._supported else False
+
+    def launch_blocking(self) -> bool:
+        """Whether ``mindspore.runtime.launch_blocking()`` was called (it cannot be undone)."""
+        return bool(self._runtime.is_launch_blocking())
+
+    # ----------------------------------------------------------------- writing
+
+    def write(self, name: str, value: Any) -> None:
+        """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
+        with self._translated(name, value):
+            if not self._direct:
+                with self.quiet():
+                    self.ms.set_context(**{name: value})
+            elif name in self._setters:
+                self._setters[name](self._ctx, value)
+            elif name == "enable_compile_cache":
+                self._ctx.enable_compile_cache = value
+                self._ctx.set_param(self._params[name], int(value))
+            elif name in self._attributes:
+                setattr(self._ctx, name, value)
+            elif name in self._params:
+                self._ctx.set_param(self._params[name], value)
+            else:
+                raise MindSporeRefusedError(f"MindSpore {self.version} does not accept the key {name!r}.")
+        if name in _FREEZES_ON_READ:
+            self.written[name] = value
+
+    def write_raw(self, name: str, raw: Any) -> None:
+        """Put back a value :meth:`read` returned (used to restore snapshots exactly).
+
+        Dict keys are restored as attributes only: their entries are separate keys
+        (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
+        """
+        with self._translated(name, raw):
+            if name == "mode":
+                self._ctx.set_mode(raw)
+            elif name == "deterministic":
+                # Its setter also sets or clears HCCL_DETERMINISTIC / TE_PARALLEL_COMPILER.
+                self._setters[name](self._ctx, raw)
+            elif name == "enable_compile_cache":
+                self._ctx.enable_compile_cache = raw
+                self._ctx.set_param(self._params[name], -1 if raw is None else int(raw))
+            elif name in self._attributes:
+                setattr(self._ctx, name, raw)
+            else:
+                self._ctx.set_param(self._params[name], raw)
+
+    def set_device(self, target: str, device_id: int | None) -> None:
+        """``mindspore.set_device``; callers check :meth:`device` first."""
+        with self._translated("device", f"{target}:{device_id}"):
+            self.ms.set_device(target, device_id)
+        self.written["device_id"] = 0 if device_id is None else device_id
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Keep MindSpore's deprecation lines caused by msdebug's own calls out of the cell."""
+        logger = getattr(self.ms.log, "_get_logger", lambda: None)()
+        if logger is None:  # pragma: no cover - every 2.x has _get_logger
+            yield
+            return
+        drop = _DropDeprecations()
+        logger.addFilter(drop)
+        try:
+            yield
+        finally:
+            logger.removeFilter(drop)
+
+    @contextlib.contextmanager
+    def _translated(self, name: str, value: Any) -> Iterator[None]:
+        """Turn MindSpore's exceptions into one-line msdebug errors."""
+        try:
+            yield
+        except (ValueError, TypeError, RuntimeError, OSError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            if "can not be set repeatedly" in first or "has been in effect" in first:
+                raise DeviceLockedError(
+                    f"{name}: MindSpore has already used this value in this process, so it can no "
+                    f"longer change; restart the kernel and set it first. (MindSpore: {first})"
+                ) from None
+            raise MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}") from None
+
+
+_backend: Backend | None = None
+_backend_lock = threading.Lock()
+_watcher: _ImportWatcher | None = None
+
+
+def get_backend() -> Backend:
+    """The process-wide :class:`Backend`, importing MindSpore on first use.
+
+    Raises
+    ------
+    MindSporeMissingError
+        When MindSpore is not installed; the message says how to install it.
+    """
+    global _backend
+    if _backend is None:
+        with _backend_lock:
+            if _backend is None:
+                unwatch()  # msdebug imports it now and records the start-up state itself
+                fresh_import = not is_imported()
+                backend = Backend()
+                if fresh_import:
+                    backend.pristine = backend.read_all()
+                _backend = backend
+    return _backend
+
+
+# ----------------------------------------------------------------- first import
+
+
+class _NotifyingLoader(importlib.abc.Loader):
+    """Wraps MindSpore's loader to run a callback once its module has executed."""
+
+    def __init__(self, loader: importlib.abc.Loader, callback: Callable[[], None]) -> None:
+        self._loader = loader
+        self._callback = callback
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        try:
+            self._callback()
+        except Exception:  # noqa: BLE001 - a failure here must never break the user's import
+            pass
+
+
+class _ImportWatcher(importlib.abc.MetaPathFinder):
+    """Calls ``callback`` right after the first ``import mindspore`` finishes, whoever imports it."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: D102 - importlib protocol
+        if fullname != "mindspore":
+            return None
+        unwatch()
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _NotifyingLoader(spec.loader, self.callback)
+        return spec
+
+
+def watch_first_import(callback: Callable[[], None]) -> bool:
+    """Arrange for ``callback`` right after MindSpore's first import.
+
+    Returns False (and arranges nothing) when MindSpore is already imported.
+    """
+    global _watcher
+    unwatch()
+    if is_imported() or _backend is not None:
+        return False
+    _watcher = _ImportWatcher(callback)
+    sys.meta_path.insert(0, _watcher)
+    return True
+
+
+def unwatch() -> None:
+    """Remove the watcher installed by :func:`watch_first_import`, if any."""
+    global _watcher
+    if _watcher is not None:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(_watcher)
+        _watcher = None
+
+
+def capture_pristine() -> None:
+    """Record MindSpore's start-up context (called right after its first import)."""
+    backend = get_backend()
+    if backend.pristine is None:
+        backend.pristine = backend.read_all()
+
+
+def machine_default(name: str) -> Any:
+    """Defaults MindSpore derives from the machine rather than declaring."""
+    if name == "runtime_num_threads":
+        # ms_context.cc: min(std::thread::hardware_concurrency(), 30)
+        return min(os.cpu_count() or 1, 30)
+    if name == "device_id":
+        return int(os.environ.get("DEVICE_ID", "0") or 0)
+    return None
