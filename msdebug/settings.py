@@ -1,0 +1,599 @@
+"""Validate, apply, snapshot and restore MindSpore context settings.
+
+Every write (magics, Python API, later the panel) goes through :func:`apply`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import signal
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from . import backend as _backend
+from .errors import (
+    DeviceLockedError,
+    InvalidValueError,
+    MindSporeRefusedError,
+    MsDebugError,
+    NotApplicableError,
+)
+from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, ContextKey, lookup
+
+__all__ = [
+    "Change",
+    "ChangeReport",
+    "ContextState",
+    "KeyInfo",
+    "Row",
+    "Scope",
+    "Snapshot",
+    "UNREAD",
+    "apply",
+    "context",
+    "describe",
+    "get",
+    "reset",
+    "restore",
+    "set_baseline",
+    "snapshot",
+    "state",
+]
+
+
+class _Unread:
+    """A value msdebug does not read because reading it would freeze it."""
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = _Unread()
+_DEVICE_KEYS = ("device", "device_target", "device_id")
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class Change:
+    """One key that changed: canonical values before and after, and a note if any."""
+
+    key: ContextKey
+    old: Any
+    new: Any
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ChangeReport:
+    """What one call changed; ``notes`` hold things the person should know."""
+
+    changes: tuple[Change, ...]
+    notes: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+    def __repr__(self) -> str:
+        from .views import text_change_report
+
+        return text_change_report(self)
+
+    def _repr_html_(self) -> str:
+        from .views import html_change_report
+
+        return html_change_report(self)
+
+
+@dataclass(frozen=True)
+class Snapshot(Mapping[str, Any]):
+    """Raw values of every restorable key at one moment; :func:`restore` puts them back."""
+
+    raw: Mapping[str, Any]
+    version: str
+    device: str = ""
+    launch_blocking: bool = False
+
+    def __getitem__(self, name: str) -> Any:
+        return self.raw[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def restore(self) -> ChangeReport:
+        """Same as :func:`restore` (``snapshot.restore()``)."""
+        return restore(self)
+
+    def __repr__(self) -> str:
+        return f"<msdebug.Snapshot of {len(self)} MindSpore {self.version} context keys>"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the context table."""
+
+    key: ContextKey
+    value: Any
+    default: Any
+    changed: bool | None
+    applies: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ContextState:
+    """The whole context at one moment, for the table."""
+
+    version: str
+    device: _backend.DeviceState
+    sync: bool
+    launch_blocking: bool
+    rows: tuple[Row, ...]
+    changed_only: bool = False
+    hidden_removed: int = 0
+
+    def groups(self) -> list[tuple[str, list[Row]]]:
+        """Rows by catalog group, in :data:`GROUPS` order, empty groups left out."""
+        result = []
+        for group, title in GROUPS:
+            rows = [row for row in self.rows if row.key.group == group]
+            if rows:
+                result.append((title, rows))
+        return result
+
+    def summary(self) -> str:
+        """``MindSpore 2.10.0 · PYNATIVE · CPU:0 · sync off · runtime not started``."""
+        mode = {0: "GRAPH", 1: "PYNATIVE"}.get(self._value("mode"), "?")
+        sync = "sync on (launch_blocking)" if self.launch_blocking else f"sync {'on' if self.sync else 'off'}"
+        started = "runtime started" if self.device.started else "runtime not started"
+        return f"MindSpore {self.version} · {mode} · {self.device} · {sync} · {started}"
+
+    def _value(self, name: str) -> Any:
+        for row in self.rows:
+            if row.key.name == name:
+                return row.value
+        return get(name)
+
+    def __repr__(self) -> str:
+        from .views import text_state
+
+        return text_state(self)
+
+    def _repr_html_(self) -> str:
+        from .views import html_state
+
+        return html_state(self)
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """Everything about one key, for ``%mscontext KEY``."""
+
+    key: ContextKey
+    version: str | None
+    value: Any = None
+    default: Any = None
+    device: str | None = None
+    available: bool = True
+    problem: str = ""
+    extra: tuple[str, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        from .views import text_key_info
+
+        return text_key_info(self)
+
+    def _repr_html_(self) -> str:
+        from .views import html_key_info
+
+        return html_key_info(self)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _key(name: str) -> ContextKey:
+    """Catalog entry for ``name``; live keys msdebug does not describe are allowed too."""
+    if name in CATALOG or name in SHORTHANDS:
+        return CATALOG.get(name) or SHORTHANDS[name]
+    version = _backend.installed_version()
+    return lookup(name, _backend.get_backend().live_keys() if version else ())
+
+
+def _check_available(key: ContextKey, version: str) -> None:
+    if not key.available_in(version):
+        raise NotApplicableError(f"{key.name} was {key.status()} (installed: MindSpore {version}).")
+    if key.ignored:
+        raise NotApplicableError(
+            f"{key.name} is accepted but ignored by MindSpore {version}, so setting it has no effect."
+            + (f" Use {key.replacement} instead." if key.replacement else "")
+        )
+
+
+def _canonical(backend: _backend.Backend, key: ContextKey) -> Any:
+    name = key.name
+    if name == "pynative_synchronize":
+        return bool(backend.read(name)) or backend.launch_blocking()
+    if not backend.readable(name):
+        return backend.written.get(name, UNREAD)
+    return key.kind.from_raw(backend.read(name))
+
+
+def get(name: str) -> Any:
+    """The current value of a context key, in the form ``set`` accepts.
+
+    Never freezes a key: ``device_id`` comes from ``mindspore.get_current_device()``
+    and memory limits that MindSpore fixes on first read are reported as ``UNREAD``
+    unless msdebug set them. ``pynative_synchronize`` is True while either it or
+    ``mindspore.runtime.launch_blocking()`` makes execution synchronous.
+    """
+    backend = _backend.get_backend()
+    key = _key(name)
+    if name == "device":
+        return str(backend.device())
+    _check_available(key, backend.version)
+    return _canonical(backend, key)
+
+
+def _default(backend: _backend.Backend, key: ContextKey) -> Any:
+    if key.default is not None:
+        return key.default
+    machine = _backend.machine_default(key.name)
+    if machine is not None:
+        return machine
+    if backend.pristine is not None and key.name in backend.pristine:
+        return key.kind.from_raw(backend.pristine[key.name])
+    if key.name == "device_target" and len(backend.device().supported) == 1:
+        return backend.device().supported[0]
+    return None
+
+
+def state(changed_only: bool = False) -> ContextState:
+    """The whole context: one :class:`Row` per key of the installed MindSpore."""
+    backend = _backend.get_backend()
+    device = backend.device()
+    rows = []
+    for name in (*CATALOG, *(n for n in backend.live_keys() if n not in CATALOG)):
+        key = _key(name)
+        if not key.available_in(backend.version) or key.ignored or name not in backend.live_keys():
+            continue
+        value = _canonical(backend, key)
+        default = _default(backend, key)
+        changed = None if value is UNREAD or default is None else value != default
+        if changed_only and not changed:
+            continue
+        rows.append(Row(key, value, default, changed, key.applies_to(device.target), _row_note(backend, key)))
+    hidden = sum(1 for k in CATALOG.values() if not k.available_in(backend.version) or k.ignored)
+    return ContextState(
+        version=backend.version,
+        device=device,
+        sync=bool(backend.read("pynative_synchronize")),
+        launch_blocking=backend.launch_blocking(),
+        rows=tuple(rows),
+        changed_only=changed_only,
+        hidden_removed=hidden,
+    )
+
+
+def _row_note(backend: _backend.Backend, key: ContextKey) -> str:
+    if key.name == "pynative_synchronize" and backend.launch_blocking():
+        return "on through mindspore.runtime.launch_blocking(), which cannot be undone"
+    if key.name == "device_id" and not backend.device().configured:
+        return "from mindspore.get_current_device(); reading it with get_context would freeze it"
+    if key.freezes_on_read and not backend.readable(key.name):
+        return (
+            "as set by msdebug; not read back, reading it would freeze it"
+            if key.name in backend.written
+            else "not read: MindSpore fixes it once read"
+        )
+    return ""
+
+
+def describe(name: str) -> KeyInfo:
+    """Help for one key, with its current value when MindSpore is installed."""
+    key = lookup(name) if (name in CATALOG or name in SHORTHANDS) else _key(name)
+    version = _backend.installed_version()
+    if version is None:
+        return KeyInfo(key, None, problem=f"MindSpore is not installed here; {_backend.INSTALL_HINT}")
+    backend = _backend.get_backend()
+    device = backend.device()
+    if name == "device":
+        return KeyInfo(key, version, value=str(device), device=device.target, extra=_device_facts(device))
+    if not key.available_in(version) or key.ignored:
+        problem = (
+            f"MindSpore {version} accepts it but ignores it"
+            if key.ignored
+            else f"not available in the installed MindSpore {version}"
+        )
+        return KeyInfo(key, version, device=device.target, available=False, problem=problem)
+    extra = _device_facts(device) if name in _DEVICE_KEYS else ()
+    return KeyInfo(
+        key, version, value=_canonical(backend, key), default=_default(backend, key),
+        device=device.target, extra=extra + ((_row_note(backend, key),) if _row_note(backend, key) else ()),
+    )
+
+
+def _device_facts(device: _backend.DeviceState) -> tuple[str, ...]:
+    facts = [f"this MindSpore build supports: {', '.join(device.supported)}"]
+    if device.started:
+        facts.append("the runtime has started, so the device is fixed for this process")
+    elif device.configured:
+        facts.append("mindspore.set_device() was called; it cannot be called again with other values")
+    else:
+        facts.append("the device can still be chosen (no operator has run yet)")
+    return tuple(facts)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass
+class _Plan:
+    """Validated assignments: the device to set, and the top-level keys to write."""
+
+    shown: dict[str, Any] = field(default_factory=dict)  # name as given -> canonical value
+    values: dict[str, tuple[ContextKey, Any]] = field(default_factory=dict)
+    device: tuple[str, int | None] | None = None
+
+
+def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: bool) -> _Plan:
+    plan = _Plan()
+    for name, raw in assignments.items():
+        plan.shown[name] = _key(name).coerce(raw)
+    current = backend.device()
+    plan.device = _plan_device(plan.shown, current, scoped)
+    target = plan.device[0] if plan.device else current.target
+    entries: dict[str, dict[str, Any]] = {}
+    for name, value in plan.shown.items():
+        if name in _DEVICE_KEYS:
+            continue
+        key = _key(name)
+        _check_available(key, backend.version)
+        parent = CATALOG[key.part_of[0]] if key.part_of else key
+        if parent.device_filtered and not parent.applies_to(target):
+            via = f" (an entry of {parent.name})" if key.part_of else ""
+            raise NotApplicableError(
+                f"{name} only takes effect on {', '.join(parent.platforms)}{via}; this process runs on "
+                f"{target}, where MindSpore ignores it. Nothing was changed."
+            )
+        if key.freezes_on_read and scoped:
+            raise NotApplicableError(f"{name} cannot be scoped to a cell: MindSpore fixes it once it is used.")
+        if name == "pynative_synchronize" and value is False and backend.launch_blocking():
+            raise NotApplicableError(
+                "pynative_synchronize stays on: mindspore.runtime.launch_blocking() was called in this "
+                "process and cannot be undone; restart the kernel to run asynchronously again."
+            )
+        if key.part_of:
+            entries.setdefault(key.part_of[0], {})[key.part_of[1]] = value
+        else:
+            plan.values[name] = (key, value)
+    for parent_name, items in entries.items():
+        parent = CATALOG[parent_name]
+        base = plan.values[parent_name][1] if parent_name in plan.values else backend.read(parent_name)
+        plan.values[parent_name] = (parent, parent.coerce({**base, **items}))
+    return plan
+
+
+def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped: bool):
+    """``(target, id)`` for ``mindspore.set_device``, ``None`` if nothing would change."""
+    if not any(name in shown for name in _DEVICE_KEYS):
+        return None
+    if "device" in shown and ("device_target" in shown or "device_id" in shown):
+        raise InvalidValueError("give either device=TARGET:ID or device_target / device_id, not both.")
+    target, number = shown.get("device") or (shown.get("device_target", device.target), shown.get("device_id"))
+    if target == device.target and number in (None, device.device_id):
+        return None  # already so: nothing to ask of MindSpore
+    wanted = f"{target}:{device.device_id if number is None else number}"
+    cell = _backend.first_cell(target, number)
+    if target not in device.supported:
+        raise NotApplicableError(
+            f"device: {target} is not available in this MindSpore build (it supports "
+            f"{', '.join(device.supported)}); with a MindSpore build for {target}, make this the first cell "
+            f"of a fresh kernel: {cell}"
+        )
+    if scoped:
+        raise DeviceLockedError(
+            f"device: cannot be scoped to one cell, MindSpore sets it once per process; to run on {wanted}, "
+            f"make this the first cell of a fresh kernel: {cell}"
+        )
+    if device.started:
+        raise DeviceLockedError(
+            f"device: the runtime already started on {device}, so it cannot change to {wanted} in this "
+            f"process; restart the kernel and make this the first cell: {cell}"
+        )
+    if device.configured:
+        raise DeviceLockedError(
+            f"device: mindspore.set_device() already chose {device} and can be called only once per "
+            f"process; restart the kernel and make this the first cell: {cell}"
+        )
+    return target, number
+
+
+def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeReport:
+    """Validate every assignment, then apply them all or none.
+
+    Parameters
+    ----------
+    assignments : mapping
+        Key names (or the shorthand ``device``) to values; strings are parsed the way
+        ``%mscontext`` parses them (``mode="graph"``, ``pynative_synchronize="on"``).
+    scoped : bool
+        Refuse keys that cannot be restored afterwards (device, memory limits).
+
+    Raises
+    ------
+    MsDebugError
+        One line saying what was wrong and what is allowed; nothing was changed.
+    """
+    backend = _backend.get_backend()
+    plan = _plan(assignments, backend, scoped)
+    named = [name for name in plan.shown if name not in _DEVICE_KEYS]
+    before = {name: _canonical(backend, _key(name)) for name in named}
+    old_device = str(backend.device()) if plan.device else None
+    undo: list[tuple[str, Any]] = []
+    try:
+        for name, (key, value) in plan.values.items():
+            if backend.readable(name) and key.kind.from_raw(backend.read(name)) == value:
+                continue
+            touched = (name, *ENTRIES.get(name, ()))
+            undo.extend((n, _copy(backend.read(n))) for n in touched if backend.readable(n))
+            backend.write(name, value)
+        if plan.device is not None:
+            backend.set_device(*plan.device)
+    except BaseException:
+        with _sigint_deferred():
+            for name, raw in reversed(undo):
+                with contextlib.suppress(Exception):
+                    backend.write_raw(name, raw)
+        raise
+    target = backend.device().target
+    changes = []
+    if plan.device is not None:
+        changes.append(Change(SHORTHANDS["device"], old_device, str(backend.device())))
+    for name in named:
+        key = _key(name)
+        note = "" if key.applies_to(target) else f"no effect on {target}"
+        changes.append(Change(key, before[name], _canonical(backend, key), note))
+    return ChangeReport(tuple(changes))
+
+
+def _copy(raw: Any) -> Any:
+    # Dict keys are held by MindSpore's context object; keep our own copy.
+    return copy.deepcopy(raw) if isinstance(raw, dict) else raw
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Let a Ctrl-C that arrives while the context is being restored wait until it is done."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            raise KeyboardInterrupt
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def snapshot() -> Snapshot:
+    """Raw values of every key that can be put back (the device and frozen keys cannot)."""
+    backend = _backend.get_backend()
+    values = {
+        name: _copy(backend.read(name))
+        for name in backend.live_keys()
+        if backend.readable(name) and name not in _DEVICE_KEYS
+    }
+    return Snapshot(values, backend.version, str(backend.device()), backend.launch_blocking())
+
+
+def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
+    """Put back every key that differs from ``snap``; returns what changed.
+
+    Raises
+    ------
+    MindSporeRefusedError
+        After trying every key, if MindSpore refused some of them.
+    """
+    backend = _backend.get_backend()
+    changes, failures = [], []
+    with _sigint_deferred():
+        for name, raw in snap.items():
+            if name in _DEVICE_KEYS or not backend.readable(name):
+                continue
+            current = backend.read(name)
+            if current == raw:
+                continue
+            key = _key(name)
+            try:
+                backend.write_raw(name, _copy(raw))
+            except MsDebugError as error:
+                failures.append(str(error))
+                continue
+            changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
+    notes = []
+    if isinstance(snap, Snapshot):
+        if str(backend.device()) != snap.device:
+            notes.append(f"the device changed from {snap.device} to {backend.device()} and cannot change back")
+        if backend.launch_blocking() and not snap.launch_blocking:
+            notes.append("mindspore.runtime.launch_blocking() was called; execution stays synchronous")
+    if failures:
+        raise MindSporeRefusedError("could not restore every key: " + "; ".join(failures))
+    return ChangeReport(tuple(changes), tuple(notes))
+
+
+@dataclass
+class Scope:
+    """What a :func:`context` block applied and, once it ended, how the restore went."""
+
+    applied: ChangeReport
+    restored: ChangeReport | None = None
+    problem: str = ""
+
+
+@contextlib.contextmanager
+def context(assignments: Mapping[str, Any] | None = None, /, **values: Any) -> Iterator[Scope]:
+    """Apply settings for a block; on exit every key is as it was before.
+
+    Everything the block changed is put back too, also when it raises or is
+    interrupted. Keys that cannot be undone are refused up front (the device, memory
+    limits) or reported afterwards with a warning (``launch_blocking()``).
+
+    Examples
+    --------
+    >>> with msdebug.context(mode="pynative", pynative_synchronize=True):
+    ...     net(x)
+    """
+    snap = snapshot()
+    scope = Scope(apply({**(assignments or {}), **values}, scoped=True))
+    try:
+        yield scope
+    finally:
+        try:
+            scope.restored = restore(snap)
+        except MsDebugError as error:
+            scope.problem = str(error)
+        else:
+            scope.problem = "; ".join(scope.restored.notes)
+        if scope.problem:
+            warnings.warn(f"msdebug: {scope.problem}", RuntimeWarning, stacklevel=3)
+
+
+_baseline: Snapshot | None = None
+
+
+def set_baseline(snap: Snapshot | None) -> None:
+    """Remember the context that :func:`reset` goes back to (``None``: MindSpore's start-up state)."""
+    global _baseline
+    _baseline = snap
+
+
+def reset() -> ChangeReport:
+    """Go back to the baseline: the context when msdebug was loaded.
+
+    Raises
+    ------
+    MsDebugError
+        When msdebug never saw that state (MindSpore was imported before msdebug was
+        loaded and no baseline was recorded).
+    """
+    backend = _backend.get_backend()
+    target = _baseline if _baseline is not None else backend.pristine
+    if target is None:
+        raise MsDebugError(
+            "msdebug does not know the context at load time (MindSpore was imported first); "
+            "use msdebug.snapshot() and msdebug.restore(snapshot) instead."
+        )
+    return restore(target)
