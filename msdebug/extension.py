@@ -1,0 +1,102 @@
+"""``%load_ext msdebug``: register the magics, completion and hooks; unload undoes it all.
+
+Loading never imports MindSpore.
+"""
+
+from __future__ import annotations
+
+from traitlets import Bool, Enum, observe
+from traitlets.config import Configurable
+
+from . import backend, completion
+from .magics import MsDebugMagics
+from .noise import LEVELS, CellFiles, LogLevel
+
+__all__ = ["MsDebug", "load", "unload"]
+
+
+class MsDebug(Configurable):
+    """msdebug's own preferences (MindSpore's context is set with %mscontext).
+
+    Change them with ``%config MsDebug.log_level = "ERROR"`` or in
+    ``ipython_config.py`` as ``c.MsDebug.log_level = "ERROR"``.
+    """
+
+    log_level = Enum(
+        [*LEVELS, "keep"],
+        default_value="WARNING",
+        help="MindSpore's log level (GLOG_v) when msdebug is loaded before MindSpore is imported. "
+        "WARNING shows warnings and errors; 'keep' leaves MindSpore's own setting alone.",
+    ).tag(config=True)
+
+    cell_files = Bool(
+        True,
+        help="Write each cell's source to the file ipykernel names it after, so GRAPH-mode compiles "
+        "find it instead of logging 'GetRealPath ... may not exists'.",
+    ).tag(config=True)
+
+    def __init__(self, shell, **kwargs) -> None:
+        super().__init__(parent=shell, **kwargs)
+        self.shell = shell
+        self.log = LogLevel()
+        self.log_status = self.log.apply(self.log_level)
+        self.files = CellFiles(shell)
+        if self.cell_files:
+            shell.events.register("pre_run_cell", self.files)
+
+    @observe("log_level")
+    def _log_level_changed(self, change) -> None:
+        self.log_status = self.log.apply(change["new"])
+
+    @observe("cell_files")
+    def _cell_files_changed(self, change) -> None:
+        if change["new"]:
+            self.shell.events.register("pre_run_cell", self.files)
+        else:
+            self._stop_cell_files()
+
+    def _stop_cell_files(self) -> None:
+        if self.files in self.shell.events.callbacks["pre_run_cell"]:
+            self.shell.events.unregister("pre_run_cell", self.files)
+
+    def close(self) -> None:
+        """Undo everything :meth:`__init__` did."""
+        self._stop_cell_files()
+        self.files.remove_all()
+        self.log.undo()
+
+
+_loaded: dict[int, MsDebug] = {}
+
+
+def load(shell) -> None:
+    """Register everything on ``shell``; a second load is harmless."""
+    if id(shell) in _loaded:
+        return
+    prefs = MsDebug(shell)
+    shell.configurables.append(prefs)
+    shell.register_magics(MsDebugMagics)
+    completion.register(shell)
+    # --reset goes back to this moment: MindSpore's start-up context if it is not
+    # imported yet (recorded right after its first import), else the context now.
+    if backend.is_imported():
+        from . import settings
+
+        settings.set_baseline(settings.snapshot())
+    else:
+        backend.watch_first_import(backend.capture_pristine)
+    _loaded[id(shell)] = prefs
+
+
+def unload(shell) -> None:
+    """Undo :func:`load`. MindSpore's context itself stays as the person left it."""
+    prefs = _loaded.pop(id(shell), None)
+    if prefs is None:
+        return
+    backend.unwatch()
+    completion.unregister(shell)
+    for kind in ("line", "cell"):
+        shell.magics_manager.magics[kind].pop("mscontext", None)
+    if prefs in shell.configurables:
+        shell.configurables.remove(prefs)
+    prefs.close()
