@@ -1,0 +1,57 @@
+"""Fixtures: a real IPython shell with msdebug loaded, real kernels, and fresh processes.
+
+Everything runs against the real MindSpore CPU build. MindSpore's context is global to a
+process and its device is fixed once an operator runs, so tests that need a pristine
+process (device changes, launch_blocking) run their code in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import Kernel, kernel_env
+
+
+@pytest.fixture(scope="session")
+def shell():
+    """One in-process IPython shell for the session, with ``%load_ext msdebug`` done."""
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "msdebug")
+    yield ip
+    ip.run_line_magic("unload_ext", "msdebug")
+
+
+@pytest.fixture
+def ip(shell):
+    """The shell; every context key is put back after the test."""
+    import msdebug
+
+    snap = msdebug.snapshot()
+    yield shell
+    msdebug.restore(snap)
+
+
+def _start_like_jupyter(start):
+    def start_new_kernel(*args, **kwargs):
+        kwargs.setdefault("env", kernel_env())
+        return start(*args, **kwargs)
+
+    return start_new_kernel
+
+
+def pytest_configure(config):
+    try:
+        import nbval.kernel
+    except ImportError:  # pragma: no cover - nbval is a test dependency
+        return
+    nbval.kernel.start_new_kernel = _start_like_jupyter(nbval.kernel.start_new_kernel)
+
+
+@pytest.fixture
+def kernel():
+    """A fresh real kernel for one test."""
+    k = Kernel()
+    yield k
+    k.close()

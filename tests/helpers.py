@@ -1,0 +1,79 @@
+"""Helpers for tests: fresh interpreters and real Jupyter kernels."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+
+def kernel_env() -> dict[str, str]:
+    """The environment a Jupyter server gives a kernel.
+
+    pytest sets PYTEST_CURRENT_TEST, and ipykernel turns its fd capture off when it sees
+    it: a kernel started from a test would then show less than the same kernel in
+    JupyterLab. Tests and nbval use this environment so they see what people see.
+    """
+    return {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
+
+
+def run_python(code: str, timeout: float = 180, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter of this environment; returns its output."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or kernel_env(),
+    )
+
+
+class Kernel:
+    """A real Jupyter kernel, driven the way JupyterLab drives it."""
+
+    def __init__(self) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(kernel_name="python3", env=kernel_env())
+
+    def run(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
+        """Execute ``code``; returns the reply status and the iopub outputs of that request."""
+        msg_id = self.client.execute(code)
+        outputs = []
+        while True:
+            msg = self.client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "status" and content["execution_state"] == "idle":
+                break
+            if kind in ("stream", "execute_result", "display_data", "error"):
+                outputs.append({"type": kind, **content})
+        reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=timeout)
+        return reply["content"]["status"], outputs
+
+    def complete(self, code: str) -> tuple[list[str], str]:
+        """``complete_request`` at the end of ``code``: matches and the text they replace."""
+        msg_id = self.client.complete(code, len(code))
+        reply = self.client.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=60)
+        content = reply["content"]
+        return content["matches"], code[content["cursor_start"] : content["cursor_end"]]
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def text_of(outputs: list[dict], kind: str = "stream", name: str | None = None) -> str:
+    """All text of one output kind (streams by name, results by their text/plain)."""
+    parts = []
+    for out in outputs:
+        if out["type"] != kind or (name and out.get("name") != name):
+            continue
+        parts.append(out.get("text") or out.get("data", {}).get("text/plain", ""))
+    return "".join(parts)

@@ -1,0 +1,46 @@
+"""Tab completion through a real kernel's complete_request, as JupyterLab sends it."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import Kernel
+
+CASES = [
+    ("%mscontext mo", ["mode="], "mo"),
+    ("%mscontext dev", ["device=", "device_target=", "device_id="], "dev"),
+    ("%mscontext mode=", ["graph", "pynative"], ""),
+    ("%mscontext mode=py", ["pynative"], "py"),
+    ("%mscontext mode=graph pynative_s", ["pynative_synchronize="], "pynative_s"),
+    ("%mscontext pynative_synchronize=", ["true", "false"], ""),
+    ("%mscontext device=CPU:", ["CPU:0"], "CPU:"),
+    ("%mscontext device_target=", ["CPU", "GPU", "Ascend"], ""),
+    ("%mscontext jit_level=O", ["O0", "O1", "O2"], "O"),
+    ("%mscontext save_graphs=", ["0", "1", "2", "3"], ""),
+    ("%mscontext --ch", ["--changed"], "--ch"),
+    ("%%mscontext jit_syntax_level=", ["strict", "compatible", "lax"], ""),
+]
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    kernel = Kernel()
+    assert kernel.run("%load_ext msdebug")[0] == "ok"
+    yield kernel
+    kernel.close()
+
+
+@pytest.mark.parametrize("code, matches, replaced", CASES, ids=[code for code, _, _ in CASES])
+def test_completion(loaded, code, matches, replaced):
+    found, fragment = loaded.complete(code)
+    assert (sorted(found), fragment) == (sorted(matches), replaced)  # IPython sorts matches
+
+
+def test_removed_keys_are_not_offered(loaded):
+    found, _ = loaded.complete("%mscontext grad")
+    assert "grad_for_scalar=" not in found
+
+
+def test_the_body_of_a_scoped_cell_completes_as_python(loaded):
+    found, _ = loaded.complete("%%mscontext mode=graph\nimpo")
+    assert "import" in found

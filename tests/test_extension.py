@@ -1,0 +1,163 @@
+"""Loading and unloading the extension; each scenario in a fresh interpreter."""
+
+from __future__ import annotations
+
+from helpers import run_python
+
+SHELL = """
+import os, sys
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+ip = start_ipython()
+"""
+
+
+def lines(code: str) -> list[str]:
+    result = run_python(SHELL + code, env=_env_without_glog())
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def _env_without_glog() -> dict[str, str]:
+    from helpers import kernel_env
+
+    return {k: v for k, v in kernel_env().items() if k != "GLOG_v"}
+
+
+def test_loading_does_not_import_mindspore_and_sets_its_log_level():
+    out = lines(
+        """
+import msdebug
+print("after import:", "mindspore" in sys.modules)
+ip.run_line_magic("load_ext", "msdebug")
+print("after load:", "mindspore" in sys.modules, os.environ.get("GLOG_v"))
+from IPython.core.completer import provisionalcompleter
+with provisionalcompleter():  # completion works from the catalog alone
+    list(ip.Completer.completions("%mscontext mo", 13))
+    list(ip.Completer.completions("%mscontext mode=", 16))
+print("after completion:", "mindspore" in sys.modules)
+ip.run_line_magic("mscontext", "mode=graph")
+print("after first magic:", "mindspore" in sys.modules)
+"""
+    )
+    assert out == [
+        "after import: False",
+        "after load: False 2",
+        "after completion: False",
+        "after first magic: True",
+    ]
+
+
+def test_loading_twice_is_harmless_and_unloading_undoes_everything():
+    out = lines(
+        """
+from msdebug import completion, extension
+def state():
+    return (
+        "mscontext" in ip.magics_manager.magics["line"],
+        ip.Completer.custom_matchers.count(completion.mscontext_matcher),
+        sum(isinstance(cb, extension.CellFiles) for cb in ip.events.callbacks["pre_run_cell"]),
+        sum(type(c).__name__ == "MsDebug" for c in ip.configurables),
+        os.environ.get("GLOG_v"),
+        any(type(f).__name__ == "_ImportWatcher" for f in sys.meta_path),
+    )
+print("before:", state())
+ip.run_line_magic("load_ext", "msdebug")
+import msdebug
+msdebug.load_ipython_extension(ip)  # a second load, even called directly
+print("loaded:", state())
+ip.run_line_magic("unload_ext", "msdebug")
+print("unloaded:", state())
+ip.run_line_magic("load_ext", "msdebug")
+print("reloaded:", state())
+"""
+    )
+    assert out == [
+        "before: (False, 0, 0, 0, None, False)",
+        "loaded: (True, 1, 1, 1, '2', True)",
+        "unloaded: (False, 0, 0, 0, None, False)",
+        "reloaded: (True, 1, 1, 1, '2', True)",
+    ]
+
+
+def test_preferences_are_traitlets_for_percent_config():
+    result = run_python(
+        SHELL
+        + """
+ip.run_line_magic("load_ext", "msdebug")
+ip.run_line_magic("config", "MsDebug.log_level = 'ERROR'")
+print(os.environ["GLOG_v"])
+ip.run_cell("%config MsDebug.log_level = 'LOUD'")   # IPython logs the TraitError, keeps the value
+print(os.environ["GLOG_v"])
+import mindspore as ms
+print(ms.log.get_level())
+""",
+        env=_env_without_glog(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["3", "3", "3"]
+    assert "The 'log_level' trait of a MsDebug instance expected any of ['DEBUG'," in result.stderr
+
+
+def test_reset_goes_back_to_mindspores_start_up_context_when_loaded_first():
+    out = lines(
+        """
+ip.run_line_magic("load_ext", "msdebug")
+import mindspore as ms                         # the user imports it, not msdebug
+ms.set_context(mode=ms.GRAPH_MODE, max_call_depth=5, exec_order="dfs")
+print(repr(ip.run_line_magic("mscontext", "--reset")).replace("\\n", " | "))
+print(ms.get_context("mode"), ms.get_context("max_call_depth"), ms.get_context("exec_order"))
+"""
+    )
+    assert out == [
+        "mode: GRAPH_MODE (0) → PYNATIVE_MODE (1) | exec_order: dfs → bfs | max_call_depth: 5 → 1000",
+        "1 1000 bfs",
+    ]
+
+
+def test_reset_goes_back_to_the_context_at_load_time_when_mindspore_came_first():
+    out = lines(
+        """
+import mindspore as ms
+ms.set_context(mode=ms.GRAPH_MODE)
+ip.run_line_magic("load_ext", "msdebug")
+ip.run_line_magic("mscontext", "mode=pynative save_graphs=1")
+ip.run_line_magic("mscontext", "--reset")
+print(ms.get_context("mode"), ms.get_context("save_graphs"))
+"""
+    )
+    assert out == ["0 0"]
+
+
+def test_without_mindspore_the_extension_loads_and_the_first_magic_says_how_to_install():
+    # This machine has MindSpore; its absence is simulated by hiding both the module and its
+    # package metadata, which are the two things msdebug consults.
+    out = lines(
+        """
+import importlib.metadata as md
+real_version = md.version
+def version(name):
+    if name == "mindspore":
+        raise md.PackageNotFoundError(name)
+    return real_version(name)
+md.version = version
+sys.modules["mindspore"] = None               # import mindspore -> ImportError
+ip.run_line_magic("load_ext", "msdebug")
+print("loaded")
+for line in ("", "mode=graph", "--changed"):
+    try:
+        ip.run_line_magic("mscontext", line)
+    except UsageError as error:
+        print("usage error:", error)
+print(repr(ip.run_line_magic("mscontext", "mode")).splitlines()[-1])
+from IPython.core.completer import provisionalcompleter
+with provisionalcompleter():
+    print([c.text for c in ip.Completer.completions("%mscontext mode=", 16)])
+"""
+    )
+    assert out[0] == "loaded"
+    for line in out[1:4]:
+        assert line.startswith("usage error: MindSpore is not installed in this environment (")
+        assert line.endswith('install it with: pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)')
+    assert out[4] == '  note        MindSpore is not installed here; pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+    assert out[5] == "['graph', 'pynative']"
