@@ -67,7 +67,7 @@ def installed_version() -> str | None:
 
 def is_imported() -> bool:
     """Whether anything in this process has imported MindSpore yet."""
-    return "mindspore" in sys.modules
+    return sys.modules.get("mindspore") is not None
 
 
 def first_cell(target: str, device_id: int | None) -> str:

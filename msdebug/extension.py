@@ -81,8 +81,12 @@ def load(shell) -> None:
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
         from . import settings
+        from .errors import MsDebugError
 
-        settings.set_baseline(settings.snapshot())
+        try:
+            settings.set_baseline(settings.snapshot())
+        except MsDebugError:  # a broken MindSpore must not stop the extension from loading
+            settings.set_baseline(None)
     else:
         backend.watch_first_import(backend.capture_pristine)
     _loaded[id(shell)] = prefs

@@ -256,7 +256,7 @@ class Choice(Kind):
         return super().typed(value)
 
     def describe(self) -> str:
-        main = [option.typed or str(option.value) for option in self.options if option.value != ""]
+        main = [option.typed or str(option.value) for option in self.options]
         seen = {word.lower() for word in main}
         extra = []
         for option in self.options:
@@ -270,7 +270,7 @@ class Choice(Kind):
         return f"{text} (also {', '.join(extra)})" if extra else text
 
     def completions(self) -> tuple[str, ...]:
-        return tuple(option.typed or str(option.value) for option in self.options if option.value != "")
+        return tuple(option.typed or str(option.value) for option in self.options)
 
 
 @dataclass(frozen=True)
@@ -574,7 +574,7 @@ _TARGET = Choice(
 )
 _JIT_LEVEL = Choice(
     (
-        Option("", "auto", aliases=("auto",), typed=""),
+        Option("", "auto", typed="auto"),
         Option("O0", typed="O0"),
         Option("O1", typed="O1"),
         Option("O2", typed="O2"),
@@ -802,7 +802,7 @@ def _entries() -> list[ContextKey]:
           platforms=GPU, device_filtered=True, deprecated_in="≤2.7",
           replacement="the functions of mindspore.device_context.gpu"),
         K("aoe_tune_mode", Choice((
-            Option("", "off", typed=""), Option("online", typed="online"), Option("offline", typed="offline"),
+            Option("", "off", typed="off"), Option("online", typed="online"), Option("offline", typed="offline"),
           )), "", "platform",
           "Tune Ascend operators with AOE while compiling.",
           platforms=ASCEND, deprecated_in="≤2.7",
@@ -929,7 +929,7 @@ def _entries() -> list[ContextKey]:
         ContextKey("enable_sparse", Flag(), False, "removed",
                    "Enable sparse tensors (they no longer need a switch).",
                    deprecated_in="≤2.7", ignored=True, documented_in=_R12),
-        ContextKey("auto_tune_mode", Choice((Option("RL"), Option("GA"), Option("RL,GA"))), "NO_TUNE", "removed",
+        ContextKey("auto_tune_mode", Choice((Option("NO_TUNE"), Option("RL"), Option("GA"), Option("RL,GA"))), "NO_TUNE", "removed",
                    "Tune Ascend operator tiling while building (RL, GA or both).",
                    platforms=ASCEND, deprecated_in="≤2.7", ignored=True,
                    replacement="aoe_tune_mode, now mindspore.device_context.ascend.op_tuning.aoe_tune_mode()",

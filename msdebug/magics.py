@@ -157,12 +157,12 @@ class MsDebugMagics(Magics):
 class _BodyFailed:
     """Renders the body's traceback from the body's own frames, plus one line on the restore."""
 
-    def __init__(self, shell, filename: str, error: BaseException, scope) -> None:
-        self.shell, self.filename, self.error, self.scope = shell, filename, error, scope
+    def __init__(self, shell, codes: tuple, error: BaseException, scope) -> None:
+        self.shell, self.codes, self.error, self.scope = shell, codes, error, scope
 
     def __call__(self) -> list[str]:
         tb = self.error.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != self.filename:
+        while tb is not None and tb.tb_frame.f_code not in self.codes:
             tb = tb.tb_next
         stb = self.shell.InteractiveTB.structured_traceback(
             type(self.error), self.error, tb or self.error.__traceback__, tb_offset=0
@@ -179,13 +179,19 @@ def _run_scoped(shell, line: str, cell: str, assignments: dict[str, Any]) -> Any
     error propagates out of the magic: the cell then fails for nbclient and nbval,
     with one traceback made of the body's own frames.
     """
-    raw_cell = f"%%mscontext {line}\n{cell}"
+    # The visible cell and its In[] number: IPython stores input N at index N of its history.
+    # A nested %%mscontext (only possible as the first line of a body) sits further down the
+    # same cell: blank lines in front keep its line numbers those of the visible cell.
+    raw_cell, number, blank = f"%%mscontext {line}\n{cell}", shell.execution_count, 0
     history = getattr(shell, "history_manager", None)
-    if history is not None and history.input_hist_raw and history.input_hist_raw[-1].startswith("%%mscontext"):
-        raw_cell = history.input_hist_raw[-1]
-    # One comment line stands for the magic line, so line numbers match the visible cell.
-    source = f"# %%mscontext {line}\n{shell.transform_cell(cell)}"
-    filename = shell.compile.cache(source, shell.execution_count, raw_code=raw_cell)
+    stored = history.input_hist_raw[-1] if history is not None and history.input_hist_raw else ""
+    position = stored.rfind(cell.rstrip("\n")) if stored.startswith("%%mscontext") and cell.strip() else -1
+    if position > 0:
+        raw_cell, number = stored, len(history.input_hist_raw) - 1
+        blank = stored.count("\n", 0, position) - 1
+    # One comment line stands for the magic line.
+    source = "\n" * blank + f"# %%mscontext {line}\n{shell.transform_cell(cell)}"
+    filename = shell.compile.cache(source, number, raw_code=raw_cell)
     tree = shell.compile.ast_parse(source, filename=filename)
     if any(isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for node in ast.walk(tree)):
         raise UsageError("%%mscontext cannot run top-level await; move the awaiting code into its own cell.")
@@ -202,9 +208,11 @@ def _run_scoped(shell, line: str, cell: str, assignments: dict[str, Any]) -> Any
             if tail is not None:
                 value = eval(tail, shell.user_global_ns, shell.user_ns)
         except BaseException as error:
-            try:
-                error._render_traceback_ = _BodyFailed(shell, filename, error, scope)
-            except (AttributeError, TypeError):  # exceptions with __slots__ keep IPython's rendering
-                pass
+            # The innermost scope's rendering wins: it shows the frames that failed.
+            if not isinstance(getattr(error, "_render_traceback_", None), _BodyFailed):
+                try:
+                    error._render_traceback_ = _BodyFailed(shell, (body, tail), error, scope)
+                except (AttributeError, TypeError):  # exceptions with __slots__ keep IPython's rendering
+                    pass
             raise
     return None if quiet else value

@@ -436,7 +436,8 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     plan = _plan(assignments, backend, scoped)
     named = [name for name in plan.shown if name not in _DEVICE_KEYS]
     before = {name: _canonical(backend, _key(name)) for name in named}
-    old_device = str(backend.device()) if plan.device else None
+    device_named = any(name in plan.shown for name in _DEVICE_KEYS)
+    old_device = str(backend.device()) if device_named else None
     undo: list[tuple[str, Any]] = []
     try:
         for name, (key, value) in plan.values.items():
@@ -455,7 +456,7 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
         raise
     target = backend.device().target
     changes = []
-    if plan.device is not None:
+    if device_named:
         changes.append(Change(SHORTHANDS["device"], old_device, str(backend.device())))
     for name in named:
         key = _key(name)
@@ -509,8 +510,10 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """
     backend = _backend.get_backend()
     changes, failures = [], []
+    order = {name: index for index, name in enumerate(CATALOG)}
     with _sigint_deferred():
-        for name, raw in snap.items():
+        for name in sorted(snap, key=lambda n: order.get(n, len(order))):
+            raw = snap[name]
             if name in _DEVICE_KEYS or not backend.readable(name):
                 continue
             current = backend.read(name)
