@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import Kernel, kernel_env
+from helpers import Kernel
 
 
 @pytest.fixture(scope="session")
@@ -31,22 +31,6 @@ def ip(shell):
     snap = msdebug.snapshot()
     yield shell
     msdebug.restore(snap)
-
-
-def _start_like_jupyter(start):
-    def start_new_kernel(*args, **kwargs):
-        kwargs.setdefault("env", kernel_env())
-        return start(*args, **kwargs)
-
-    return start_new_kernel
-
-
-def pytest_configure(config):
-    try:
-        import nbval.kernel
-    except ImportError:  # pragma: no cover - nbval is a test dependency
-        return
-    nbval.kernel.start_new_kernel = _start_like_jupyter(nbval.kernel.start_new_kernel)
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ def text_state(state) -> str:
             lines.append(f"{cell[0]} {head}  {cell[5]}".rstrip())
     lines += ["", "* differs from its default; inert: does nothing on this device"]
     if state.hidden_removed:
-        lines.append(f"{state.hidden_removed} keys of older versions are not listed; %mscontext KEY explains one")
+        lines.append(f"{state.hidden_removed} removed or ignored keys are not listed; %mscontext KEY explains one")
     return "\n".join(lines)
 
 
@@ -91,7 +91,7 @@ def html_state(state) -> str:
         parts.append(f"<details{opened}><summary>{esc(title)} ({len(rows)})</summary>{table}</details>")
     legend = "bold: differs from its default · faded: does nothing on this device"
     if state.hidden_removed:
-        legend += f" · {state.hidden_removed} keys of older versions not listed (%mscontext KEY explains one)"
+        legend += f" · {state.hidden_removed} removed or ignored keys not listed (%mscontext KEY explains one)"
     parts.append(tag("div", esc(legend), "ms-note"))
     return tag("div", "".join(parts), "msdebug")
 

@@ -1,0 +1,22 @@
+"""nbval runs the tutorials in a kernel started the way a Jupyter server starts one.
+
+pytest sets PYTEST_CURRENT_TEST, nbval's kernel inherits it, and ipykernel then turns its
+fd capture off: C++ output would vanish from the cells and the stored outputs would be
+compared against less than a person sees. The kernel gets the environment without it.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def pytest_configure(config):
+    import nbval.kernel
+
+    start = nbval.kernel.start_new_kernel
+
+    def start_like_jupyter(*args, **kwargs):
+        kwargs.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"})
+        return start(*args, **kwargs)
+
+    nbval.kernel.start_new_kernel = start_like_jupyter
