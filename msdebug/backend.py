@@ -117,9 +117,15 @@ class Backend:
 
         from .keys import ALL_DEVICES, version_tuple
 
+        from mindspore.hal.device import is_initialized
+
         self.ms = mindspore
         self.version: str = mindspore.__version__
         self._ctx = ms_context._context()
+        # The C++ context behind it: reading params here skips the Python object's
+        # __getattribute__ wrapper, which costs more than the read itself.
+        self._handle = MSContext.get_instance()
+        self._is_initialized = is_initialized
         # pybind11 builds __members__ afresh on every access: look the params up once.
         members = dict(ms_ctx_param.__members__)
         self._params = {name: member for name, member in members.items() if not name.startswith("_")}
@@ -158,7 +164,7 @@ class Backend:
             raise KeyError(f"{name} is never read: reading it would freeze it")
         if name in self._attributes:
             return getattr(self._ctx, name)
-        return self._ctx.get_param(self._params[name])
+        return self._handle.get_param(self._params[name])
 
     def read_all(self) -> dict[str, Any]:
         """Raw values of every readable live key."""
@@ -177,11 +183,7 @@ class Backend:
 
     def runtime_started(self, target: str) -> bool:
         """Whether the runtime of ``target`` is initialised (the device is then fixed)."""
-        try:
-            from mindspore.hal.device import is_initialized
-        except ImportError:  # pragma: no cover - present in 2.7 .. 2.10
-            return False
-        return bool(is_initialized(target)) if target in self._supported else False
+        return bool(self._is_initialized(target)) if target in self._supported else False
 
     def launch_blocking(self) -> bool:
         """Whether ``mindspore.runtime.launch_blocking()`` was called (it cannot be undone)."""
@@ -191,7 +193,7 @@ class Backend:
 
     def write(self, name: str, value: Any) -> None:
         """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
-        with self._translated(name, value):
+        try:
             if not self._direct:
                 with self.quiet():
                     self.ms.set_context(**{name: value})
@@ -206,6 +208,8 @@ class Backend:
                 self._ctx.set_param(self._params[name], value)
             else:
                 raise MindSporeRefusedError(f"MindSpore {self.version} does not accept the key {name!r}.")
+        except _MINDSPORE_ERRORS as error:
+            raise _translate(name, value, error) from None
         if name in _FREEZES_ON_READ:
             self.written[name] = value
 
@@ -215,7 +219,7 @@ class Backend:
         Dict keys are restored as attributes only: their entries are separate keys
         (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
         """
-        with self._translated(name, raw):
+        try:
             if name == "mode":
                 self._ctx.set_mode(raw)
             elif name == "deterministic":
@@ -228,11 +232,15 @@ class Backend:
                 setattr(self._ctx, name, raw)
             else:
                 self._ctx.set_param(self._params[name], raw)
+        except _MINDSPORE_ERRORS as error:
+            raise _translate(name, raw, error) from None
 
     def set_device(self, target: str, device_id: int | None) -> None:
         """``mindspore.set_device``; callers check :meth:`device` first."""
-        with self._translated("device", f"{target}:{device_id}"):
+        try:
             self.ms.set_device(target, device_id)
+        except _MINDSPORE_ERRORS as error:
+            raise _translate("device", f"{target}:{device_id}", error) from None
         self.written["device_id"] = 0 if device_id is None else device_id
 
     @contextlib.contextmanager
@@ -249,19 +257,21 @@ class Backend:
         finally:
             logger.removeFilter(drop)
 
-    @contextlib.contextmanager
-    def _translated(self, name: str, value: Any) -> Iterator[None]:
-        """Turn MindSpore's exceptions into one-line msdebug errors."""
-        try:
-            yield
-        except (ValueError, TypeError, RuntimeError, OSError) as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            if "can not be set repeatedly" in first or "has been in effect" in first:
-                raise DeviceLockedError(
-                    f"{name}: MindSpore has already used this value in this process, so it can no "
-                    f"longer change; restart the kernel and set it first. (MindSpore: {first})"
-                ) from None
-            raise MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}") from None
+
+
+_MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
+
+
+def _translate(name: str, value: Any, error: Exception) -> Exception:
+    """MindSpore's exception as a one-line msdebug error."""
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    if "can not be set repeatedly" in first or "has been in effect" in first:
+        return DeviceLockedError(
+            f"{name}: MindSpore has already used this value in this process, so it can no "
+            f"longer change; restart the kernel and set it first. (MindSpore: {first})"
+        )
+    return MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}")
 
 
 _backend: Backend | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import json
 import os
 import re
@@ -61,6 +62,7 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f" Did you mean {pool[close[0]]!r}?" if close else ""
 
 
+@functools.lru_cache(maxsize=64)
 def version_tuple(text: str) -> tuple[int, ...]:
     """``"2.10.0rc1"`` -> ``(2, 10, 0)``; a leading ``<`` or ``≤`` is ignored."""
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
@@ -209,6 +211,7 @@ class Choice(Kind):
     options: tuple[Option, ...]
     label = "choice"
 
+    @functools.cached_property
     def _spellings(self) -> dict[str, Option]:
         table: dict[str, Option] = {}
         for option in self.options:
@@ -219,7 +222,7 @@ class Choice(Kind):
 
     def coerce(self, value: Any) -> Any:
         if isinstance(value, str):
-            option = self._spellings().get(value.strip().lower())
+            option = self._spellings.get(value.strip().lower())
             if option is not None:
                 return option.value
         else:
@@ -230,7 +233,7 @@ class Choice(Kind):
                         return option.value
         if isinstance(value, str) and not value.strip():
             raise InvalidValueError(f"empty value; use {self.describe()}.")
-        hint = did_you_mean(value, self._spellings()) if isinstance(value, str) else ""
+        hint = did_you_mean(value, self._spellings) if isinstance(value, str) else ""
         raise InvalidValueError(f"{value!r} is not allowed; use {self.describe()}.{hint}")
 
     def from_raw(self, raw: Any) -> Any:

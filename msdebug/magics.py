@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from typing import Any
 
 from IPython.core.displayhook import DisplayHook
@@ -14,6 +15,9 @@ from .errors import MsDebugError
 
 __all__ = ["MsDebugMagics", "parse_line", "FLAGS"]
 
+_AROUND_EQUALS = re.compile(r"\s*=\s*")
+_NEEDS_SCANNING = re.compile(r"[\"'{}\[\]()]")
+
 FLAGS = {
     "--changed": "show only the keys that differ from their defaults",
     "--reset": "go back to the context as it was when msdebug was loaded",
@@ -23,6 +27,8 @@ FLAGS = {
 
 def _tokens(line: str) -> list[str]:
     """Split on spaces outside quotes and brackets; ``key = value`` becomes ``key=value``."""
+    if not _NEEDS_SCANNING.search(line):
+        return _AROUND_EQUALS.sub("=", line).split()
     tokens: list[str] = []
     buf: list[str] = []
     quote, depth = "", 0

@@ -11,7 +11,7 @@ import signal
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from . import backend as _backend
 from .errors import (
@@ -52,14 +52,13 @@ class _Unread:
 
 
 UNREAD = _Unread()
-_DEVICE_KEYS = ("device", "device_target", "device_id")
+_DEVICE_KEYS = frozenset({"device", "device_target", "device_id"})
 
 
 # --------------------------------------------------------------------------- models
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """One key that changed: canonical values before and after, and a note if any."""
 
     key: ContextKey
@@ -68,8 +67,7 @@ class Change:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class ChangeReport:
+class ChangeReport(NamedTuple):
     """What one call changed; ``notes`` hold things the person should know."""
 
     changes: tuple[Change, ...]
@@ -334,22 +332,27 @@ def _device_facts(device: _backend.DeviceState) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- writing
 
 
-@dataclass
 class _Plan:
     """Validated assignments: the device to set, and the top-level keys to write."""
 
-    shown: dict[str, Any] = field(default_factory=dict)  # name as given -> canonical value
-    values: dict[str, tuple[ContextKey, Any]] = field(default_factory=dict)
-    device: tuple[str, int | None] | None = None
+    __slots__ = ("shown", "values", "device_named", "device", "target")
+
+    def __init__(self) -> None:
+        self.shown: dict[str, Any] = {}  # name as given -> canonical value
+        self.values: dict[str, tuple[ContextKey, Any]] = {}
+        self.device_named = False
+        self.device: tuple[str, int | None] | None = None
+        self.target = ""  # the device the values are checked against
 
 
 def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: bool) -> _Plan:
     plan = _Plan()
     for name, raw in assignments.items():
         plan.shown[name] = _key(name).coerce(raw)
-    current = backend.device()
-    plan.device = _plan_device(plan.shown, current, scoped)
-    target = plan.device[0] if plan.device else current.target
+    plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
+    if plan.device_named:
+        plan.device = _plan_device(plan.shown, backend.device(), scoped)
+    target = plan.target = plan.device[0] if plan.device else backend.read("device_target")
     entries: dict[str, dict[str, Any]] = {}
     for name, value in plan.shown.items():
         if name in _DEVICE_KEYS:
@@ -383,8 +386,6 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
 
 def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped: bool):
     """``(target, id)`` for ``mindspore.set_device``, ``None`` if nothing would change."""
-    if not any(name in shown for name in _DEVICE_KEYS):
-        return None
     if "device" in shown and ("device_target" in shown or "device_id" in shown):
         raise InvalidValueError("give either device=TARGET:ID or device_target / device_id, not both.")
     target, number = shown.get("device") or (shown.get("device_target", device.target), shown.get("device_id"))
@@ -434,17 +435,16 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     """
     backend = _backend.get_backend()
     plan = _plan(assignments, backend, scoped)
-    named = [name for name in plan.shown if name not in _DEVICE_KEYS]
-    before = {name: _canonical(backend, _key(name)) for name in named}
-    device_named = any(name in plan.shown for name in _DEVICE_KEYS)
-    old_device = str(backend.device()) if device_named else None
+    named = [(name, _key(name)) for name in plan.shown if name not in _DEVICE_KEYS]
+    before = [_canonical(backend, key) for _, key in named]
+    old_device = str(backend.device()) if plan.device_named else None
     undo: list[tuple[str, Any]] = []
     try:
         for name, (key, value) in plan.values.items():
-            if backend.readable(name) and key.kind.from_raw(backend.read(name)) == value:
-                continue
-            touched = (name, *ENTRIES.get(name, ()))
-            undo.extend((n, _copy(backend.read(n))) for n in touched if backend.readable(n))
+            touched = [(n, _copy(backend.read(n))) for n in (name, *ENTRIES.get(name, ())) if backend.readable(n)]
+            if touched and touched[0][0] == name and key.kind.from_raw(touched[0][1]) == value:
+                continue  # already so: nothing to ask of MindSpore
+            undo += touched
             backend.write(name, value)
         if plan.device is not None:
             backend.set_device(*plan.device)
@@ -454,14 +454,11 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
                 with contextlib.suppress(Exception):
                     backend.write_raw(name, raw)
         raise
-    target = backend.device().target
-    changes = []
-    if device_named:
-        changes.append(Change(SHORTHANDS["device"], old_device, str(backend.device())))
-    for name in named:
-        key = _key(name)
+    target = plan.target
+    changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))] if plan.device_named else []
+    for (name, key), old in zip(named, before):
         note = "" if key.applies_to(target) else f"no effect on {target}"
-        changes.append(Change(key, before[name], _canonical(backend, key), note))
+        changes.append(Change(key, old, _canonical(backend, key), note))
     return ChangeReport(tuple(changes))
 
 

@@ -1,0 +1,63 @@
+"""``%load_ext msdebug`` against ``import mindspore``, each in fresh interpreters, same run.
+
+Goal: loading costs under 2% of importing MindSpore (msdebug must not import it).
+
+    python benchmarks/bench_load.py [--runs 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+IMPORT = """
+import time
+t = time.perf_counter()
+import mindspore
+print(time.perf_counter() - t)
+"""
+
+LOAD = """
+import sys, time
+from IPython.testing.globalipapp import start_ipython
+ip = start_ipython()
+t = time.perf_counter()
+ip.run_line_magic("load_ext", "msdebug")
+elapsed = time.perf_counter() - t
+assert "mindspore" not in sys.modules, "loading imported MindSpore"
+print(elapsed)
+"""
+
+
+def _seconds(code: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args()
+    _seconds(IMPORT)  # one cold import first, so both sides are measured with warm file caches
+    imports, loads = [], []
+    for _ in range(args.runs):  # interleaved, so drift on the machine hits both alike
+        imports.append(_seconds(IMPORT))
+        loads.append(_seconds(LOAD))
+    result = {
+        "runs": args.runs,
+        "import_mindspore_s": statistics.median(imports),
+        "load_ext_msdebug_s": statistics.median(loads),
+    }
+    result["ratio"] = result["load_ext_msdebug_s"] / result["import_mindspore_s"]
+    print(f"import mindspore     median {result['import_mindspore_s'] * 1e3:8.1f} ms  ({args.runs} fresh processes)")
+    print(f"%load_ext msdebug    median {result['load_ext_msdebug_s'] * 1e3:8.1f} ms")
+    print(f"ratio                {result['ratio']:.2%}   (goal: under 2%)")
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
