@@ -89,7 +89,7 @@ def html_state(state) -> str:
         table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         opened = " open" if state.changed_only or title in _OPEN_GROUPS else ""
         parts.append(f"<details{opened}><summary>{esc(title)} ({len(rows)})</summary>{table}</details>")
-    legend = "bold: differs from its default · faded: does nothing on this device"
+    legend = "marked and bold: differs from its default · faded: does nothing on this device"
     if state.hidden_removed:
         legend += f" · {state.hidden_removed} removed or ignored keys not listed (%mscontext KEY explains one)"
     parts.append(tag("div", esc(legend), "ms-note"))
