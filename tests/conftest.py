@@ -12,6 +12,13 @@ import pytest
 from helpers import Kernel
 
 
+@pytest.fixture(autouse=True)
+def _in_a_temporary_directory(tmp_path, monkeypatch):
+    """MindSpore writes into the working directory (rank_0/om/analyze_fail.ir after a failed
+    compile); so do kernels and interpreters started from a test. Keep it all out of the repo."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def shell():
     """One in-process IPython shell for the session, with ``%load_ext msdebug`` done."""

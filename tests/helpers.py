@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 
@@ -26,6 +28,7 @@ def run_python(code: str, timeout: float = 180, env: dict[str, str] | None = Non
         text=True,
         timeout=timeout,
         env=env or kernel_env(),
+        cwd=os.getcwd(),
     )
 
 
@@ -35,7 +38,9 @@ class Kernel:
     def __init__(self) -> None:
         from jupyter_client.manager import start_new_kernel
 
-        self.manager, self.client = start_new_kernel(kernel_name="python3", env=kernel_env())
+        # Its own working directory: MindSpore writes there (rank_0/om/ after a failed compile).
+        self.cwd = tempfile.mkdtemp(prefix="msdebug-kernel-")
+        self.manager, self.client = start_new_kernel(kernel_name="python3", env=kernel_env(), cwd=self.cwd)
 
     def run(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
         """Execute ``code``; returns the reply status and the iopub outputs of that request."""
@@ -67,6 +72,7 @@ class Kernel:
     def close(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
+        shutil.rmtree(self.cwd, ignore_errors=True)
 
 
 def text_of(outputs: list[dict], kind: str = "stream", name: str | None = None) -> str:
