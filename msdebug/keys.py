@@ -456,8 +456,8 @@ class ContextKey:
     kind : Kind
         Its value kind.
     default : object
-        The start-up value, in canonical form. ``None`` when it depends on the build
-        or the machine; :attr:`default_note` then says how.
+        The start-up value, in canonical form. ``None`` when it depends on the build or
+        the machine, or MindSpore leaves it undefined; :attr:`default_note` then says which.
     group : str
         One of :data:`GROUPS`.
     help : str
@@ -893,11 +893,14 @@ def _entries() -> list[ContextKey]:
         "enable_allreduce_slice_to_reducescatter": (Flag(), False, "Turn sliced AllReduce into ReduceScatter."),
         "enable_interleave_split_concat_branch": (Flag(), False, "Interleave split/concat branches."),
         "enable_interleave_parallel_branch": (Flag(), False, "Interleave parallel branches."),
-        "enable_offloading_packed_experts": (Flag(), True, "Offload packed MoE experts."),
+        "enable_offloading_packed_experts": (Flag(), None, "Offload packed MoE experts."),
         "enable_parallel_split": (Flag(), False, "Split operators for parallel execution."),
     }
     for name, (kind, default, text) in speedup.items():
-        keys.append(ContextKey(name, kind, default, "speedup", text, platforms=ASCEND))
+        # MindSpore's C++ context never initialises this flag: it reads True or False depending on
+        # what the process did before importing MindSpore (import pytest first, and it is False).
+        note = "none: MindSpore leaves it uninitialised" if default is None else ""
+        keys.append(ContextKey(name, kind, default, "speedup", text, platforms=ASCEND, default_note=note))
     # ---------------------------------------------------------------- removed or ignored
     keys += [
         ContextKey("grad_for_scalar", Flag(), False, "removed",

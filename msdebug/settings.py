@@ -241,13 +241,15 @@ def get(name: str) -> Any:
 
 
 def _default(backend: _backend.Backend, key: ContextKey) -> Any:
+    """The value this MindSpore started with in this process, when msdebug saw its first
+    import (start-up values differ between versions); else the catalog's default."""
+    if backend.pristine is not None and key.name in backend.pristine and key.name != "device_id":
+        return key.kind.from_raw(backend.pristine[key.name])
     if key.default is not None:
         return key.default
     machine = _backend.machine_default(key.name)
     if machine is not None:
         return machine
-    if backend.pristine is not None and key.name in backend.pristine:
-        return key.kind.from_raw(backend.pristine[key.name])
     if key.name == "device_target" and len(backend.device().supported) == 1:
         return backend.device().supported[0]
     return None
