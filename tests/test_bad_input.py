@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import mindspore as ms
 import pytest
 from IPython.core.error import UsageError
 
 import msdebug
 from helpers import text_of
+from msdebug.keys import version_tuple
 
 # (what the person typed after %mscontext, a regex the one-line message must match)
 BAD_LINES = [
@@ -34,8 +36,6 @@ BAD_LINES = [
     ("max_device_memory=2GB", r"max_device_memory only takes effect on GPU, Ascend; this process runs on CPU, where MindSpore ignores it\. Nothing was changed\."),
     ("print_file_path=out.pb", r"print_file_path only takes effect on Ascend; this process runs on CPU"),
     ("precision_mode=force_fp16", r"precision_mode only takes effect on Ascend \(an entry of ascend_config\)"),
-    ("grad_for_scalar=true", r"grad_for_scalar was removed in MindSpore 2\.10; use Tensor inputs"),
-    ("precompile_only=true", r"precompile_only was removed in MindSpore 2\.10; use the environment variable MS_DEV_PRECOMPILE_ONLY"),
     ("enable_dump=true", r"enable_dump was removed in MindSpore 2\.5"),
     ("save_ms_model=true", r"save_ms_model was removed before MindSpore 1\.2"),
     ("enable_sparse=true", r"enable_sparse is accepted but ignored by MindSpore .*, so setting it has no effect"),
@@ -51,6 +51,13 @@ BAD_LINES = [
     ('save_graphs_path="unclosed', r"unclosed quote in: save_graphs_path=\"unclosed"),
     ("nosuchkey", r"unknown context key 'nosuchkey'"),
 ]
+
+
+if version_tuple(ms.__version__) >= (2, 10):  # still accepted by 2.7 .. 2.9
+    BAD_LINES += [
+        ("grad_for_scalar=true", r"grad_for_scalar was removed in MindSpore 2\.10; use Tensor inputs"),
+        ("precompile_only=true", r"precompile_only was removed in MindSpore 2\.10; use the environment variable MS_DEV_PRECOMPILE_ONLY"),
+    ]
 
 
 @pytest.mark.parametrize("line, message", BAD_LINES, ids=[line for line, _ in BAD_LINES])

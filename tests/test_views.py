@@ -52,7 +52,7 @@ def test_key_help_has_every_field(ip):
 
 
 def test_help_for_a_key_removed_from_this_version(ip):
-    text = repr(msdebug.describe("grad_for_scalar"))
-    assert "status      removed in MindSpore 2.10; use Tensor inputs (tensor derivative)" in text
+    text = repr(msdebug.describe("enable_dump"))
+    assert "status      removed in MindSpore 2.5; use a dump configuration file named by" in text
     assert "not available in the installed MindSpore" in text
     assert "current" not in text
