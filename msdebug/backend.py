@@ -7,6 +7,7 @@ values, and absorbs the differences between MindSpore 2.7.0 and 2.10.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -50,11 +51,9 @@ _ATTRIBUTE_KEYS = (
     "ascend_config",
     "gpu_config",
 )
-# Reading these through get_param fixes them for the rest of the process (ms_context.cc
-# CheckReadStatus); keys.py marks the same keys freezes_on_read.
-_FREEZES_ON_READ = frozenset({"device_id", "max_device_memory", "mempool_block_size", "variable_memory_max_size"})
 
 
+@functools.lru_cache(maxsize=1)
 def installed_version() -> str | None:
     """MindSpore's version from the package metadata, without importing it."""
     import importlib.metadata  # costs milliseconds: only when asked
@@ -114,10 +113,9 @@ class Backend:
             ) from error
         from mindspore import context as ms_context
         from mindspore._c_expression import DeviceManagerConf, MSContext, RuntimeConf, ms_ctx_param
-
-        from .keys import ALL_DEVICES, version_tuple
-
         from mindspore.hal.device import is_initialized
+
+        from .keys import ALL_DEVICES, CATALOG, version_tuple
 
         self.ms = mindspore
         self.version: str = mindspore.__version__
@@ -133,7 +131,10 @@ class Backend:
         self._attributes = tuple(name for name in _ATTRIBUTE_KEYS if hasattr(self._ctx, name))
         self._devices = DeviceManagerConf.get_instance()
         self._runtime = RuntimeConf.get_instance()
-        self._supported = tuple(t for t in ALL_DEVICES if MSContext.get_instance().is_pkg_support_device(t))
+        self._supported = tuple(t for t in ALL_DEVICES if self._handle.is_pkg_support_device(t))
+        # Reading these through get_param fixes them for the rest of the process (CheckReadStatus
+        # in ms_context.cc): device_id comes from DeviceManagerConf, the others are never read.
+        self._frozen_by_reading = frozenset(name for name, key in CATALOG.items() if key.freezes_on_read)
         self._direct = _DIRECT_RANGE[0] <= version_tuple(self.version)[:2] < _DIRECT_RANGE[1]
         # Values msdebug wrote for keys it must not read back (reading would freeze them).
         self.written: dict[str, Any] = {}
@@ -149,7 +150,7 @@ class Backend:
     def readable(self, name: str) -> bool:
         """Whether :meth:`read` can report ``name`` without side effects."""
         return name == "device_id" or (
-            name not in _FREEZES_ON_READ and (name in self._params or name in self._attributes)
+            name not in self._frozen_by_reading and (name in self._params or name in self._attributes)
         )
 
     def read(self, name: str) -> Any:
@@ -160,7 +161,7 @@ class Backend:
         """
         if name == "device_id":
             return self._devices.get_device_id()
-        if name in _FREEZES_ON_READ:
+        if name in self._frozen_by_reading:
             raise KeyError(f"{name} is never read: reading it would freeze it")
         if name in self._attributes:
             return getattr(self._ctx, name)
@@ -210,7 +211,7 @@ class Backend:
                 raise MindSporeRefusedError(f"MindSpore {self.version} does not accept the key {name!r}.")
         except _MINDSPORE_ERRORS as error:
             raise _translate(name, value, error) from None
-        if name in _FREEZES_ON_READ:
+        if name in self._frozen_by_reading:
             self.written[name] = value
 
     def write_raw(self, name: str, raw: Any) -> None:
@@ -241,7 +242,6 @@ class Backend:
             self.ms.set_device(target, device_id)
         except _MINDSPORE_ERRORS as error:
             raise _translate("device", f"{target}:{device_id}", error) from None
-        self.written["device_id"] = 0 if device_id is None else device_id
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
@@ -256,7 +256,6 @@ class Backend:
             yield
         finally:
             logger.removeFilter(drop)
-
 
 
 _MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
@@ -375,6 +374,4 @@ def machine_default(name: str) -> Any:
     if name == "runtime_num_threads":
         # ms_context.cc: min(std::thread::hardware_concurrency(), 30)
         return min(os.cpu_count() or 1, 30)
-    if name == "device_id":
-        return int(os.environ.get("DEVICE_ID", "0") or 0)
     return None

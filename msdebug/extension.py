@@ -5,6 +5,8 @@ Loading never imports MindSpore.
 
 from __future__ import annotations
 
+import warnings
+
 from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
@@ -39,14 +41,19 @@ class MsDebug(Configurable):
         super().__init__(parent=shell, **kwargs)
         self.shell = shell
         self.log = LogLevel()
-        self.log_status = self.log.apply(self.log_level)
+        self._apply_log_level(self.log_level)
         self.files = CellFiles(shell)
         if self.cell_files:
             shell.events.register("pre_run_cell", self.files)
 
     @observe("log_level")
     def _log_level_changed(self, change) -> None:
-        self.log_status = self.log.apply(change["new"])
+        self._apply_log_level(change["new"])
+
+    def _apply_log_level(self, level: str) -> None:
+        problem = self.log.apply(level)
+        if problem:
+            warnings.warn(f"msdebug: {problem}", stacklevel=2)
 
     @observe("cell_files")
     def _cell_files_changed(self, change) -> None:

@@ -18,11 +18,7 @@ __all__ = ["MsDebugMagics", "parse_line", "FLAGS"]
 _AROUND_EQUALS = re.compile(r"\s*=\s*")
 _NEEDS_SCANNING = re.compile(r"[\"'{}\[\]()]")
 
-FLAGS = {
-    "--changed": "show only the keys that differ from their defaults",
-    "--reset": "go back to the context as it was when msdebug was loaded",
-    "--help": "show this help",
-}
+FLAGS = ("--changed", "--reset", "--help")  # the magic's docstring says what each does
 
 
 def _tokens(line: str) -> list[str]:
@@ -185,6 +181,8 @@ def _run_scoped(shell, line: str, cell: str, assignments: dict[str, Any]) -> Any
     error propagates out of the magic: the cell then fails for nbclient and nbval,
     with one traceback made of the body's own frames.
     """
+    from . import settings  # imports the key catalog: only once a magic is used
+
     # The visible cell and its In[] number: IPython stores input N at index N of its history.
     # A nested %%mscontext (only possible as the first line of a body) sits further down the
     # same cell: blank lines in front keep its line numbers those of the visible cell.
@@ -199,14 +197,15 @@ def _run_scoped(shell, line: str, cell: str, assignments: dict[str, Any]) -> Any
     source = "\n" * blank + f"# %%mscontext {line}\n{shell.transform_cell(cell)}"
     filename = shell.compile.cache(source, number, raw_code=raw_cell)
     tree = shell.compile.ast_parse(source, filename=filename)
-    if any(isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for node in ast.walk(tree)):
-        raise UsageError("%%mscontext cannot run top-level await; move the awaiting code into its own cell.")
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    body = shell.compile(tree, filename, "exec")
-    tail = shell.compile(ast.Expression(last.value), filename, "eval") if last is not None else None
+    try:
+        body = shell.compile(tree, filename, "exec")
+        tail = shell.compile(ast.Expression(last.value), filename, "eval") if last is not None else None
+    except SyntaxError as error:
+        if "outside" in str(error) and ("await" in str(error) or "async" in str(error)):
+            raise UsageError("%%mscontext cannot run top-level await; put the awaiting code in its own cell.") from None
+        raise
     quiet = last is not None and DisplayHook.semicolon_at_end_of_expression(source)
-    from . import settings
-
     value = None
     with settings.context(assignments) as scope:
         try:

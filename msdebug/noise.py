@@ -23,20 +23,25 @@ class LogLevel:
     def __init__(self) -> None:
         self._saved: tuple[bool, str | None] | None = None
 
-    def apply(self, level: str) -> str:
-        """Apply ``level`` ("keep" leaves MindSpore alone); returns what happened, in words."""
+    def apply(self, level: str) -> str | None:
+        """Apply ``level`` ("keep" leaves MindSpore alone).
+
+        Returns why it cannot take effect in this process, or None when it does.
+        """
         if level == "keep":
             self.undo()
-            return "MindSpore's log level is left as it is"
+            return None
         if backend.is_imported():
+            if os.environ.get("GLOG_v", LEVELS["WARNING"]) == LEVELS[level]:
+                return None  # already so
             return (
-                f"MindSpore was imported before msdebug, so its log level (GLOG_v) can no longer "
-                f"change in this process; set %env GLOG_v={LEVELS[level]} in the first cell to get {level}"
+                f"MindSpore was imported before msdebug, so its log level can no longer change in this "
+                f"process; for {level}, put %env GLOG_v={LEVELS[level]} in the first cell."
             )
         if self._saved is None:
             self._saved = ("GLOG_v" in os.environ, os.environ.get("GLOG_v"))
         os.environ["GLOG_v"] = LEVELS[level]
-        return f"MindSpore will log {level} and above"
+        return None
 
     def undo(self) -> None:
         """Restore ``GLOG_v`` as it was, if MindSpore has not read it yet."""

@@ -250,8 +250,9 @@ def _default(backend: _backend.Backend, key: ContextKey) -> Any:
     machine = _backend.machine_default(key.name)
     if machine is not None:
         return machine
-    if key.name == "device_target" and len(backend.device().supported) == 1:
-        return backend.device().supported[0]
+    supported = backend.device().supported
+    if key.name == "device_target" and len(supported) == 1:
+        return supported[0]
     return None
 
 
@@ -259,17 +260,19 @@ def state(changed_only: bool = False) -> ContextState:
     """The whole context: one :class:`Row` per key of the installed MindSpore."""
     backend = _backend.get_backend()
     device = backend.device()
+    live = backend.live_keys()
     rows = []
-    for name in (*CATALOG, *(n for n in backend.live_keys() if n not in CATALOG)):
+    for name in (*CATALOG, *(n for n in live if n not in CATALOG)):
         key = _key(name)
-        if not key.available_in(backend.version) or key.ignored or name not in backend.live_keys():
+        if not key.available_in(backend.version) or key.ignored or name not in live:
             continue
         value = _canonical(backend, key)
         default = _default(backend, key)
         changed = None if value is UNREAD or default is None else value != default
         if changed_only and not changed:
             continue
-        rows.append(Row(key, value, default, changed, key.applies_to(device.target), _row_note(backend, key)))
+        note = _row_note(backend, key, device)
+        rows.append(Row(key, value, default, changed, key.applies_to(device.target), note))
     hidden = sum(1 for k in CATALOG.values() if not k.available_in(backend.version) or k.ignored)
     return ContextState(
         version=backend.version,
@@ -282,10 +285,10 @@ def state(changed_only: bool = False) -> ContextState:
     )
 
 
-def _row_note(backend: _backend.Backend, key: ContextKey) -> str:
+def _row_note(backend: _backend.Backend, key: ContextKey, device: _backend.DeviceState) -> str:
     if key.name == "pynative_synchronize" and backend.launch_blocking():
         return "on through mindspore.runtime.launch_blocking(), which cannot be undone"
-    if key.name == "device_id" and not backend.device().configured:
+    if key.name == "device_id" and not device.configured:
         return "from mindspore.get_current_device(); reading it with get_context would freeze it"
     if key.freezes_on_read and not backend.readable(key.name):
         return (
@@ -298,7 +301,7 @@ def _row_note(backend: _backend.Backend, key: ContextKey) -> str:
 
 def describe(name: str) -> KeyInfo:
     """Help for one key, with its current value when MindSpore is installed."""
-    key = lookup(name) if (name in CATALOG or name in SHORTHANDS) else _key(name)
+    key = _key(name)
     version = _backend.installed_version()
     if version is None:
         return KeyInfo(key, None, problem=f"MindSpore is not installed here; {_backend.INSTALL_HINT}")
@@ -313,10 +316,10 @@ def describe(name: str) -> KeyInfo:
             else f"not available in the installed MindSpore {version}"
         )
         return KeyInfo(key, version, device=device.target, available=False, problem=problem)
-    extra = _device_facts(device) if name in _DEVICE_KEYS else ()
+    note = _row_note(backend, key, device)
+    extra = (_device_facts(device) if name in _DEVICE_KEYS else ()) + ((note,) if note else ())
     return KeyInfo(
-        key, version, value=_canonical(backend, key), default=_default(backend, key),
-        device=device.target, extra=extra + ((_row_note(backend, key),) if _row_note(backend, key) else ()),
+        key, version, value=_canonical(backend, key), default=_default(backend, key), device=device.target, extra=extra
     )
 
 
@@ -393,7 +396,7 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
     target, number = shown.get("device") or (shown.get("device_target", device.target), shown.get("device_id"))
     if target == device.target and number in (None, device.device_id):
         return None  # already so: nothing to ask of MindSpore
-    wanted = f"{target}:{device.device_id if number is None else number}"
+    wanted = f"{target}:{0 if number is None else number}"  # set_device(target) means id 0
     cell = _backend.first_cell(target, number)
     if target not in device.supported:
         raise NotApplicableError(

@@ -161,3 +161,23 @@ with provisionalcompleter():
         assert line.endswith('install it with: pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)')
     assert out[4] == '  note        MindSpore is not installed here; pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
     assert out[5] == "['graph', 'pynative']"
+
+
+def test_a_log_level_that_cannot_take_effect_says_so():
+    out = lines(
+        """
+import warnings
+import mindspore
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ip.run_line_magic("load_ext", "msdebug")      # WARNING is MindSpore's own level: nothing to say
+    print("at load:", [str(w.message) for w in caught])
+    ip.run_line_magic("config", "MsDebug.log_level = 'ERROR'")
+    print("later:", [str(w.message) for w in caught])
+"""
+    )
+    assert out == [
+        "at load: []",
+        "later: ['msdebug: MindSpore was imported before msdebug, so its log level can no longer change in "
+        "this process; for ERROR, put %env GLOG_v=3 in the first cell.']",
+    ]

@@ -127,9 +127,3 @@ def test_availability_by_version():
     assert CATALOG["memory_offload"].available_in("2.7.0")
     assert not CATALOG["memory_offload"].available_in("2.8.0")
     assert keys.version_tuple("2.10.0rc1") == (2, 10, 0)
-
-
-def test_freezing_keys_agree_with_the_backend():
-    from msdebug import backend
-
-    assert {n for n, k in CATALOG.items() if k.freezes_on_read} == set(backend._FREEZES_ON_READ)
