@@ -34,6 +34,7 @@ __all__ = [
     "Size",
     "Table",
     "Text",
+    "UNREAD",
     "UNSET",
     "lookup",
     "version_tuple",
@@ -53,6 +54,16 @@ class _Unset:
 
 
 UNSET = _Unset()
+
+
+class _Unread:
+    """A value msdebug does not read because reading it would freeze it."""
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = _Unread()
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

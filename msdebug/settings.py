@@ -21,7 +21,7 @@ from .errors import (
     MsDebugError,
     NotApplicableError,
 )
-from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, ContextKey, lookup
+from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, UNREAD, ContextKey, lookup
 
 __all__ = [
     "Change",
@@ -44,14 +44,6 @@ __all__ = [
 ]
 
 
-class _Unread:
-    """A value msdebug does not read because reading it would freeze it."""
-
-    def __repr__(self) -> str:
-        return "UNREAD"
-
-
-UNREAD = _Unread()
 _DEVICE_KEYS = frozenset({"device", "device_target", "device_id"})
 
 

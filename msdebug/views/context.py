@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..keys import ALL_DEVICES, UNSET, ContextKey, Flag, Integer
+from ..keys import ALL_DEVICES, UNREAD, UNSET, ContextKey, Flag, Integer
 from ._html import CSS, esc, tag
 
 __all__ = [
@@ -22,7 +22,7 @@ _TEXT_VALUE_WIDTH = 44
 
 def value_text(key: ContextKey, value: Any) -> str:
     """Display form of a canonical value, including msdebug's own markers."""
-    if repr(value) == "UNREAD":
+    if value is UNREAD:
         return "(not read)"
     if value is UNSET or value is None:
         return "(not set)" if value is UNSET else "?"
@@ -144,7 +144,7 @@ def _example(key: ContextKey, value: Any) -> str:
     if choices:
         typed = choices[0]
         python = repr(key.kind.coerce(typed)) if isinstance(key.kind, (Flag, Integer)) else repr(typed)
-    elif value not in (None, UNSET) and repr(value) != "UNREAD":
+    elif value is not None and value is not UNSET and value is not UNREAD:
         typed, python = key.kind.typed(value), repr(value)
     else:
         return ""
