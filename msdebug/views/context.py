@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..keys import ALL_DEVICES, UNREAD, UNSET, ContextKey, Flag, Integer
-from ._html import CSS, esc, tag
+from ._html import CHANGED_MARK, FADED, LEFT, NOTE, STRONG, esc, tag
 
 __all__ = [
     "html_change_report",
@@ -78,37 +78,36 @@ def text_state(state) -> str:
 
 
 def html_state(state) -> str:
-    parts = [CSS, tag("div", esc(state.summary()), "ms-summary")]
+    parts = [tag("div", esc(state.summary()), "ms-summary", STRONG)]
     groups = state.groups()
     if not groups:
         note = "Every key has its default value." if state.changed_only else "No keys."
-        parts.append(tag("div", esc(note), "ms-note"))
+        parts.append(tag("div", esc(note), "ms-note", NOTE))
     for title, rows in groups:
-        head = "".join(tag("th", esc(h)) for h in ("key", "value", "default", "platforms", "status"))
+        head = "".join(tag("th", esc(h), style=LEFT) for h in ("key", "value", "default", "platforms", "status"))
         body = "".join(_html_row(row) for row in rows)
         table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         opened = " open" if state.changed_only or title in _OPEN_GROUPS else ""
-        parts.append(f"<details{opened}><summary>{esc(title)} ({len(rows)})</summary>{table}</details>")
+        summary = tag("summary", esc(f"{title} ({len(rows)})"), style=STRONG)
+        parts.append(f"<details{opened}>{summary}{table}</details>")
     legend = "marked and bold: differs from its default · faded: does nothing on this device"
     if state.hidden_removed:
         legend += f" · {state.hidden_removed} removed or ignored keys not listed (%mscontext KEY explains one)"
-    parts.append(tag("div", esc(legend), "ms-note"))
+    parts.append(tag("div", esc(legend), "ms-note", NOTE))
     return tag("div", "".join(parts), "msdebug")
 
 
 def _html_row(row) -> str:
     classes = " ".join(c for c in ("ms-changed" if row.changed else "", "" if row.applies else "ms-inert") if c)
-    status = status_text(row.key)
-    note = tag("div", esc(row.note), "ms-note") if row.note else ""
+    status = esc(status_text(row.key)) + (tag("div", esc(row.note), "ms-note", NOTE) if row.note else "")
     cells = (
-        tag("td", tag("code", esc(row.key.name))),
-        tag("td", tag("code", esc(value_text(row.key, row.value))), "ms-value"),
-        tag("td", tag("code", esc(value_text(row.key, row.default)))),
-        tag("td", esc(platforms_text(row.key))),
-        tag("td", esc(status) + note),
+        tag("td", tag("code", esc(row.key.name)), style=f"{LEFT};{CHANGED_MARK}" if row.changed else LEFT),
+        tag("td", tag("code", esc(value_text(row.key, row.value))), "ms-value", f"{LEFT};{STRONG}" if row.changed else LEFT),
+        tag("td", tag("code", esc(value_text(row.key, row.default))), style=LEFT),
+        tag("td", esc(platforms_text(row.key)), style=LEFT),
+        tag("td", status, style=LEFT),
     )
-    attr = f' class="{classes}"' if classes else ""
-    return f"<tr{attr}>{''.join(cells)}</tr>"
+    return tag("tr", "".join(cells), classes, "" if row.applies else FADED)
 
 
 # --------------------------------------------------------------------------- one key
@@ -161,11 +160,10 @@ def text_key_info(info) -> str:
 def html_key_info(info) -> str:
     key = info.key
     rows = "".join(
-        f"<tr>{tag('th', esc(name))}{tag('td', esc(text), 'ms-warn' if name == 'note' and text == info.problem else '')}</tr>"
-        for name, text in _info_fields(info)
+        tag("tr", tag("th", esc(name), style=LEFT) + tag("td", esc(text), style=LEFT)) for name, text in _info_fields(info)
     )
-    title = tag("div", tag("code", esc(key.name)) + esc(f" ({key.kind.label})"), "ms-summary")
-    return tag("div", CSS + title + tag("div", esc(key.help)) + f"<table>{rows}</table>", "msdebug")
+    title = tag("div", tag("code", esc(key.name)) + esc(f" ({key.kind.label})"), "ms-summary", STRONG)
+    return tag("div", title + tag("div", esc(key.help)) + f"<table>{rows}</table>", "msdebug")
 
 
 # --------------------------------------------------------------------------- changes
@@ -186,5 +184,4 @@ def text_change_report(report) -> str:
 
 def html_change_report(report) -> str:
     lines = _change_lines(report) or ["nothing changed"]
-    body = "<br>".join(esc(line) for line in lines)
-    return tag("div", CSS + tag("code", body), "msdebug")
+    return tag("div", tag("code", "<br>".join(esc(line) for line in lines)), "msdebug")
