@@ -29,6 +29,45 @@ def _best(stmt, number: int, repeat: int = 7) -> float:
     return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number
 
 
+def _measure(ip, ctx, params, key, values, typed, number: int, dispatch: float) -> dict:
+    import mindspore as ms
+
+    setters = getattr(type(ctx), "setters", {})
+    flip = [0]
+
+    def alternate(pair):
+        flip[0] ^= 1
+        return pair[flip[0]]
+
+    def bare():
+        ms.set_context(**{key: alternate(values)})
+
+    def magic():
+        ip.run_line_magic("mscontext", f"{key}={alternate(typed)}")
+
+    def setter():  # the MindSpore work msdebug's own path ends in
+        value = alternate(values)
+        if key in setters:
+            setters[key](ctx, value)
+        else:
+            ctx.set_param(params[key], value)
+
+    for fn in (bare, magic, setter):
+        fn(), fn()  # warm
+    t_bare, t_magic, t_setter = (_best(fn, number) for fn in (bare, magic, setter))
+    own = t_magic - t_setter - dispatch
+    return {
+        "key": key,
+        "set_context_us": t_bare * 1e6,
+        "mscontext_us": t_magic * 1e6,
+        "ipython_dispatch_us": dispatch * 1e6,
+        "mindspore_setter_us": t_setter * 1e6,
+        "msdebug_own_us": own * 1e6,
+        "ratio": t_magic / t_bare,
+        "ratio_msdebug_own": own / t_bare,
+    }
+
+
 def main() -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=2000)
@@ -37,6 +76,7 @@ def main() -> list[dict]:
     import mindspore as ms
     from IPython.core.magic import register_line_magic
     from IPython.testing.globalipapp import start_ipython
+    from mindspore._c_expression import ms_ctx_param
     from mindspore.context import _context
 
     ip = start_ipython()
@@ -46,53 +86,16 @@ def main() -> list[dict]:
     handler = ms.log._get_logger().handlers[0]
     if isinstance(handler, logging.StreamHandler):
         handler.setStream(io.StringIO())
-    ctx = _context()
-    setters = getattr(type(ctx), "setters", {})
 
     @register_line_magic
     def bench_noop(line):  # what IPython costs for any line magic, before msdebug runs
         return None
 
-    t_dispatch = _best(lambda: ip.run_line_magic("bench_noop", "mode=graph"), args.number)
-    rows = []
-    for key, (a, b), (typed_a, typed_b) in CASES:
-        flip = [0]
-
-        def bare():
-            flip[0] ^= 1
-            ms.set_context(**{key: a if flip[0] else b})
-
-        def magic():
-            flip[0] ^= 1
-            ip.run_line_magic("mscontext", f"{key}={typed_a if flip[0] else typed_b}")
-
-        def setter():  # the MindSpore work msdebug's own path ends in
-            flip[0] ^= 1
-            value = a if flip[0] else b
-            if key in setters:
-                setters[key](ctx, value)
-            else:
-                ctx.set_param(ctx_params[key], value)
-
-        from mindspore._c_expression import ms_ctx_param
-
-        ctx_params = dict(ms_ctx_param.__members__)
-        for fn in (bare, magic, setter):
-            fn(), fn()  # warm
-        t_bare, t_magic, t_setter = (_best(fn, args.number) for fn in (bare, magic, setter))
-        own = t_magic - t_setter - t_dispatch
-        rows.append(
-            {
-                "key": key,
-                "set_context_us": t_bare * 1e6,
-                "mscontext_us": t_magic * 1e6,
-                "ipython_dispatch_us": t_dispatch * 1e6,
-                "mindspore_setter_us": t_setter * 1e6,
-                "msdebug_own_us": own * 1e6,
-                "ratio": t_magic / t_bare,
-                "ratio_msdebug_own": own / t_bare,
-            }
-        )
+    dispatch = _best(lambda: ip.run_line_magic("bench_noop", "mode=graph"), args.number)
+    ctx, params = _context(), dict(ms_ctx_param.__members__)
+    rows = [
+        _measure(ip, ctx, params, key, values, typed, args.number, dispatch) for key, values, typed in CASES
+    ]
     scoped_empty = _best(lambda: ip.run_cell("pass", store_history=False), 300)
     scoped = _best(lambda: ip.run_cell("%%mscontext mode=graph\npass", store_history=False), 300)
     ip.run_line_magic("mscontext", "mode=pynative")

@@ -15,7 +15,8 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from .errors import DeviceLockedError, MindSporeMissingError, MindSporeRefusedError
 
@@ -112,7 +113,12 @@ class Backend:
                 f"install it with: {INSTALL_HINT}"
             ) from error
         from mindspore import context as ms_context
-        from mindspore._c_expression import DeviceManagerConf, MSContext, RuntimeConf, ms_ctx_param
+        from mindspore._c_expression import (
+            DeviceManagerConf,
+            MSContext,
+            RuntimeConf,
+            ms_ctx_param,
+        )
         from mindspore.hal.device import is_initialized
 
         from .keys import ALL_DEVICES, CATALOG, version_tuple

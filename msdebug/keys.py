@@ -12,8 +12,9 @@ import functools
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import InvalidValueError, UnknownKeyError
 

@@ -10,8 +10,9 @@ import copy
 import signal
 import threading
 import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from . import backend as _backend
 from .errors import (
@@ -453,7 +454,7 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
         raise
     target = plan.target
     changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))] if plan.device_named else []
-    for (name, key), old in zip(named, before):
+    for (_, key), old in zip(named, before, strict=True):
         note = "" if key.applies_to(target) else f"no effect on {target}"
         changes.append(Change(key, old, _canonical(backend, key), note))
     return ChangeReport(tuple(changes))

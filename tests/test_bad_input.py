@@ -9,8 +9,9 @@ import pytest
 from IPython.core.error import UsageError
 
 import msdebug
-from helpers import text_of
 from msdebug.keys import version_tuple
+
+from helpers import text_of
 
 # (what the person typed after %mscontext, a regex the one-line message must match)
 BAD_LINES = [

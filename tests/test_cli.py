@@ -10,6 +10,7 @@ import mindspore as ms
 import numpy as np
 
 import msdebug
+
 from helpers import kernel_env
 
 

@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 import msdebug
+
 from helpers import kernel_env, text_of
 
 

@@ -10,10 +10,11 @@ import mindspore as ms
 import pytest
 
 import msdebug
-from helpers import run_python
 from msdebug import settings
 from msdebug.backend import get_backend
 from msdebug.errors import MindSporeRefusedError, NotApplicableError
+
+from helpers import run_python
 
 
 @pytest.fixture
