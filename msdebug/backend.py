@@ -7,6 +7,7 @@ values, and absorbs the differences between MindSpore 2.7.0 and 2.10.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import importlib.abc
 import importlib.machinery
@@ -174,8 +175,13 @@ class Backend:
         return self._handle.get_param(self._params[name])
 
     def read_all(self) -> dict[str, Any]:
-        """Raw values of every readable live key."""
-        return {name: self.read(name) for name in self.live_keys() if self.readable(name)}
+        """Raw values of every readable live key; dict values are copies, not MindSpore's own."""
+        return {
+            name: copy.deepcopy(value) if isinstance(value, dict) else value
+            for name in self.live_keys()
+            if self.readable(name)
+            for value in (self.read(name),)
+        }
 
     def device(self) -> DeviceState:
         """The current device and whether it can still change."""

@@ -46,6 +46,7 @@ __all__ = [
 
 
 _DEVICE_KEYS = frozenset({"device", "device_target", "device_id"})
+_CATALOG_ORDER = {name: index for index, name in enumerate(CATALOG)}  # restore reports in this order
 
 
 # --------------------------------------------------------------------------- models
@@ -487,11 +488,7 @@ def _sigint_deferred() -> Iterator[None]:
 def snapshot() -> Snapshot:
     """Raw values of every key that can be put back (the device and frozen keys cannot)."""
     backend = _backend.get_backend()
-    values = {
-        name: _copy(backend.read(name))
-        for name in backend.live_keys()
-        if backend.readable(name) and name not in _DEVICE_KEYS
-    }
+    values = {name: raw for name, raw in backend.read_all().items() if name not in _DEVICE_KEYS}
     return Snapshot(values, backend.version, str(backend.device()), backend.launch_blocking())
 
 
@@ -505,9 +502,8 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """
     backend = _backend.get_backend()
     changes, failures = [], []
-    order = {name: index for index, name in enumerate(CATALOG)}
     with _sigint_deferred():
-        for name in sorted(snap, key=lambda n: order.get(n, len(order))):
+        for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER))):
             raw = snap[name]
             if name in _DEVICE_KEYS or not backend.readable(name):
                 continue
