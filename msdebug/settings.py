@@ -334,9 +334,10 @@ def _device_facts(device: _backend.DeviceState) -> tuple[str, ...]:
 class _Plan:
     """Validated assignments: the device to set, and the top-level keys to write."""
 
-    __slots__ = ("shown", "values", "device_named", "device", "target")
+    __slots__ = ("keys", "shown", "values", "device_named", "device", "target")
 
     def __init__(self) -> None:
+        self.keys: dict[str, ContextKey] = {}  # name as given -> its catalog entry
         self.shown: dict[str, Any] = {}  # name as given -> canonical value
         self.values: dict[str, tuple[ContextKey, Any]] = {}
         self.device_named = False
@@ -347,7 +348,8 @@ class _Plan:
 def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: bool) -> _Plan:
     plan = _Plan()
     for name, raw in assignments.items():
-        plan.shown[name] = _key(name).coerce(raw)
+        key = plan.keys[name] = _key(name)
+        plan.shown[name] = key.coerce(raw)
     plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
     if plan.device_named:
         plan.device = _plan_device(plan.shown, backend.device(), scoped)
@@ -356,7 +358,7 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
     for name, value in plan.shown.items():
         if name in _DEVICE_KEYS:
             continue
-        key = _key(name)
+        key = plan.keys[name]
         _check_available(key, backend.version)
         parent = CATALOG[key.part_of[0]] if key.part_of else key
         if parent.device_filtered and not parent.applies_to(target):
@@ -434,7 +436,7 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     """
     backend = _backend.get_backend()
     plan = _plan(assignments, backend, scoped)
-    named = [(name, _key(name)) for name in plan.shown if name not in _DEVICE_KEYS]
+    named = [(name, key) for name, key in plan.keys.items() if name not in _DEVICE_KEYS]
     before = [_canonical(backend, key) for _, key in named]
     old_device = str(backend.device()) if plan.device_named else None
     undo: list[tuple[str, Any]] = []
