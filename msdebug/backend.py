@@ -31,6 +31,7 @@ __all__ = [
     "installed_version",
     "is_imported",
     "machine_default",
+    "package_version",
     "unwatch",
     "watch_first_import",
 ]
@@ -55,15 +56,20 @@ _ATTRIBUTE_KEYS = (
 )
 
 
-@functools.lru_cache(maxsize=1)
-def installed_version() -> str | None:
-    """MindSpore's version from the package metadata, without importing it."""
+def package_version(name: str) -> str | None:
+    """An installed package's version from its metadata, without importing it."""
     import importlib.metadata  # costs milliseconds: only when asked
 
     try:
-        return importlib.metadata.version("mindspore")
+        return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+@functools.lru_cache(maxsize=1)
+def installed_version() -> str | None:
+    """MindSpore's version (asked on every completion, so remembered)."""
+    return package_version("mindspore")
 
 
 def is_imported() -> bool:

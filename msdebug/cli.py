@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import platform
 import sys
@@ -13,17 +12,10 @@ from . import __version__, backend
 __all__ = ["main", "environment_lines"]
 
 
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def environment_lines() -> list[str]:
     """Versions and known environment problems, one line each."""
     lines = [f"msdebug {__version__}", f"Python {platform.python_version()} ({sys.executable})"]
-    numpy = _version("numpy")
+    numpy = backend.package_version("numpy")
     lines.append(f"numpy {numpy or 'not installed'}")
     if numpy and int(numpy.split(".")[0]) >= 2:
         lines.append(
