@@ -176,6 +176,10 @@ class Backend:
             return self._devices.get_device_id()
         if name in self._frozen_by_reading:
             raise KeyError(f"{name} is never read: reading it would freeze it")
+        if name == "print_file_path" and not self.writes_print_files():
+            from .capture import active_print_file
+
+            return active_print_file()
         if name in self._attributes:
             return getattr(self._ctx, name)
         return self._handle.get_param(self._params[name])
@@ -204,6 +208,11 @@ class Backend:
         """Whether the runtime of ``target`` is initialised (the device is then fixed)."""
         return bool(self._is_initialized(target)) if target in self._supported else False
 
+    def writes_print_files(self) -> bool:
+        """Whether MindSpore itself honours ``print_file_path`` here (only on Ascend; on CPU
+        and GPU it ignores the key, and msdebug writes the file instead)."""
+        return self.read("device_target") == "Ascend"
+
     def launch_blocking(self) -> bool:
         """Whether ``mindspore.runtime.launch_blocking()`` was called (it cannot be undone)."""
         return bool(self._runtime.is_launch_blocking())
@@ -212,6 +221,11 @@ class Backend:
 
     def write(self, name: str, value: Any) -> None:
         """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
+        if name == "print_file_path" and not self.writes_print_files():
+            from .capture import set_print_file
+
+            set_print_file(value)
+            return
         try:
             if not self._direct:
                 with self.quiet():
@@ -238,6 +252,11 @@ class Backend:
         Dict keys are restored as attributes only: their entries are separate keys
         (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
         """
+        if name == "print_file_path" and not self.writes_print_files():
+            from .capture import set_print_file
+
+            set_print_file(raw, resume=True)
+            return
         try:
             if name == "mode":
                 self._ctx.set_mode(raw)
@@ -277,6 +296,23 @@ class Backend:
 
 
 _MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
+
+
+def synchronize() -> str:
+    """Wait for MindSpore's queued kernels (an async graph's Print output) if MindSpore is
+    imported; returns '' or the first line of what a failed kernel raised."""
+    if "mindspore" not in sys.modules:
+        return ""
+    try:
+        # The PyNative queue runs @jit functions and ops asynchronously; the device-stream
+        # synchronize of mindspore.runtime only logs an error on CPU.
+        from mindspore.common.api import _pynative_executor
+
+        _pynative_executor.sync()
+    except Exception as error:  # noqa: BLE001 - the cell reports it; the capture keeps its output
+        text = str(error).strip()
+        return f"MindSpore reported an error while finishing queued work: {text.splitlines()[0] if text else error!r}"
+    return ""
 
 
 def _translate(name: str, value: Any, error: Exception) -> Exception:

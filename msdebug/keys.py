@@ -290,11 +290,13 @@ class Choice(Kind):
 
 @dataclass(frozen=True)
 class Text(Kind):
-    """A string; ``path=True`` expands ``~`` and forbids the empty string."""
+    """A string; ``path=True`` expands ``~`` and forbids the empty string unless ``clearable``
+    (then '' switches the setting off)."""
 
     path: bool = False
     empty_ok: bool = True
     example: str = ""
+    clearable: bool = False
     label = "str"
 
     def coerce(self, value: Any) -> str:
@@ -302,7 +304,7 @@ class Text(Kind):
             value = os.fspath(value)
         if not isinstance(value, str):
             raise InvalidValueError(f"expected {self.describe()}, got {value!r}.")
-        if not value.strip() and not (self.empty_ok and not self.path):
+        if not value.strip() and not (self.empty_ok and (self.clearable or not self.path)):
             example = f", e.g. {self.example}" if self.example else ""
             raise InvalidValueError(f"empty value; give {self.describe()}{example}.")
         return os.path.expanduser(value) if self.path else value
@@ -314,7 +316,7 @@ class Text(Kind):
 
     def describe(self) -> str:
         if self.path:
-            return "a non-empty path"
+            return "a path ('' to clear)" if self.clearable else "a non-empty path"
         return "text" if self.empty_ok else "non-empty text"
 
 
@@ -737,11 +739,12 @@ def _entries() -> list[ContextKey]:
           "Where save_graphs writes; created with mode 0700 if missing.",
           deprecated_in="2.5", replacement="the environment variable MS_DEV_SAVE_GRAPHS_PATH",
           documented_in=_R12 + _R0),
-        K("print_file_path", Text(path=True), "", "debug",
-          "Write the Print operator's output to this binary file instead of the screen; an existing "
-          "file gets a .<unix time> suffix.",
-          platforms=ASCEND, device_filtered=True, deprecated_in="≤2.7",
-          notes="MindSpore ignores it on CPU and GPU.", documented_in=_R12),
+        K("print_file_path", Text(path=True, clearable=True, example="print.txt"), "", "debug",
+          "Send the Print operator's output to this file instead of the screen; an existing file "
+          "gets a .<unix time> suffix. On Ascend MindSpore writes its binary format; on CPU and GPU, "
+          "where MindSpore ignores the key, msdebug writes the printed text. '' prints to the screen.",
+          deprecated_in="≤2.7",
+          notes="Read either kind back with msdebug.read_print_file(path).", documented_in=_R12),
         K("env_config_path", Text(path=True), "", "debug",
           "A JSON file with debugging options: rdr.enable / rdr.mode / rdr.path for the Running Data "
           "Recorder and sys.mem_reuse.",

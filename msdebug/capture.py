@@ -1,0 +1,435 @@
+"""Capture the Print operator's output: C++ writes to fd 1, Python ``print()`` to ``sys.stdout``.
+
+The core is one context manager, :class:`PrintCapture` (``msdebug.capture_print()``). For
+its duration:
+
+* fd 1 points at an anonymous in-memory file (``memfd``), through ``wurlitzer.pipes``, which
+  also flushes C stdio and puts fd 1 back afterwards. A file rather than a pipe: no reader
+  thread, so C code that writes megabytes while holding the GIL cannot deadlock, and
+  nothing is left in a pipe when the block ends;
+* ``sys.stdout`` writes straight to fd 1 as well, so Python ``print()``, PyNative Print
+  (which goes through ``print()``), GRAPH-mode and ``@jit`` Print (C++ ``std::cout``) share one
+  stream and keep the order they were written in, from any thread.
+
+On exit MindSpore's queue is synchronised (Print kernels of async graphs finish), the bytes
+are read back into a :class:`~msdebug.printfile.PrintLog`, optionally written to a file, and
+shown. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.printmagics`.
+
+:class:`PrintFile` is the other use of the same plumbing: ``print_file_path`` on CPU and
+GPU, where MindSpore ignores it. Print output goes to the file, not the screen, until the
+path is cleared; other ``print()`` output still goes to the screen.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, BinaryIO
+
+from .errors import MsDebugError
+from .printfile import PrintLog
+
+__all__ = ["PrintCapture", "PrintFile", "capture_print", "resolve_print_file", "active_print_file", "PrintCaptureError"]
+
+
+class PrintCaptureError(MsDebugError, OSError):
+    """A print file that cannot be created: a directory, an existing name, no permission."""
+
+
+# --------------------------------------------------------------------------- streams
+
+
+class _FdWriter(io.TextIOBase):
+    """``sys.stdout`` for the duration of a capture: every write goes straight to fd 1.
+
+    Unbuffered on purpose: a Python line must reach fd 1 before the C++ line printed after
+    it, or the two would swap.
+    """
+
+    encoding = "utf-8"
+    errors = "surrogateescape"
+
+    def __init__(self, fd: int = 1) -> None:
+        super().__init__()
+        self._fd = fd
+        self.buffer = _FdBuffer(fd)
+        self.notes: list[str] = []
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        note = _synchronize()
+        if note:
+            self.notes.append(note)
+        self.buffer.write(text.encode(self.encoding, self.errors))
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _FdBuffer(io.RawIOBase):
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[os.write(self._fd, view) :]
+        return len(data)
+
+
+def _from_print_operator() -> bool:
+    """Whether the ``print()`` being written was called by MindSpore's Print operator.
+
+    In PyNative mode ``Print.__call__`` prints each argument with the builtin ``print``,
+    which calls ``sys.stdout.write`` directly: the caller two frames up is that method.
+    """
+    frame = sys._getframe(2)
+    code = frame.f_code
+    return code.co_name == "__call__" and code.co_filename.endswith("debug_ops.py") and "mindspore" in code.co_filename
+
+
+class _PrintRouter(_FdWriter):
+    """``sys.stdout`` while a print file is active: Print operator text goes to fd 1 (the
+    file), everything else to the screen stream that was there before."""
+
+    def __init__(self, screen: Any) -> None:
+        super().__init__(1)
+        self.screen = screen
+
+    def write(self, text: str) -> int:
+        if _from_print_operator():
+            return super().write(text)
+        return self.screen.write(text)
+
+    def flush(self) -> None:
+        self.screen.flush()
+
+    def fileno(self) -> int:
+        return self.screen.fileno()
+
+    def isatty(self) -> bool:
+        return self.screen.isatty()
+
+    def __getattr__(self, name: str) -> Any:  # ipykernel's OutStream attributes, e.g. session
+        return getattr(self.screen, name)
+
+
+def _memory_file() -> BinaryIO:
+    """An anonymous file in memory (Linux memfd), or a temporary file elsewhere."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return open(os.memfd_create("msdebug-print", os.MFD_CLOEXEC), "w+b")
+        except OSError:
+            pass
+    return tempfile.TemporaryFile()
+
+
+def _synchronize() -> str:
+    """Let queued MindSpore kernels (an async graph's Print) finish; '' or what went wrong.
+
+    Called before every Python write during a capture as well: a ``@jit`` function's Print
+    runs on MindSpore's own threads after the call has returned, and would otherwise land
+    after (or inside) the next ``print()`` line.
+    """
+    if "mindspore" not in sys.modules:
+        return ""
+    from .backend import synchronize
+
+    return synchronize()
+
+
+# --------------------------------------------------------------------------- files
+
+
+def resolve_print_file(path: str | os.PathLike) -> str:
+    """The file a Print output should go to, by MindSpore's rule for ``print_file_path``.
+
+    The real path; if a file of that name exists, ``<name>.<unix seconds>`` beside it, and an
+    error if that exists too; an error for a directory. Parent directories are created.
+    """
+    given = os.fspath(path)
+    real = os.path.realpath(os.path.expanduser(given))
+    if os.path.isdir(real):
+        raise PrintCaptureError(f"print_file_path should be a file path, but {given} is a directory.")
+    if os.path.lexists(real):
+        suffixed = f"{real}.{int(time.time())}"
+        if os.path.lexists(suffixed):
+            raise PrintCaptureError(
+                f"print_file_path: {given} exists and so does {suffixed}; msdebug never overwrites a print "
+                "file, give another name or try again in a second."
+            )
+        real = suffixed
+    try:
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+    except OSError as error:
+        raise PrintCaptureError(f"print_file_path: cannot create the directory of {given}: {error.strerror}.") from None
+    return real
+
+
+def _create(path: str) -> BinaryIO:
+    """Open a new file for writing; never an existing one."""
+    try:
+        return open(path, "xb")
+    except FileExistsError:
+        raise PrintCaptureError(f"{path} appeared while msdebug was about to create it; nothing was overwritten.") from None
+    except OSError as error:
+        raise PrintCaptureError(f"cannot create the print file {path}: {error.strerror}.") from None
+
+
+# --------------------------------------------------------------------------- capture
+
+_lock = threading.RLock()
+_open_captures = 0
+_deferred: list = []  # print-file switches waiting for the open captures to end
+
+
+def _after_captures(switch) -> None:
+    """Run ``switch`` now, or when the last open capture ends.
+
+    Redirections nest: a capture puts back the fd 1 it found. A print file started or
+    stopped inside a capture (``%mscontext print_file_path=...`` in a captured cell) must
+    not be undone by that capture's exit, so the switch waits for it.
+    """
+    with _lock:
+        if _open_captures:
+            _deferred.append(switch)
+            return
+    switch()
+
+
+class PrintCapture:
+    """Capture every Print and ``print()`` output of a block, in order.
+
+    Parameters
+    ----------
+    file : path-like, optional
+        Also write the captured bytes to this file (a new file: an existing name gets a
+        ``.<unix seconds>`` suffix, as MindSpore does for ``print_file_path``).
+    show : bool
+        On exit, show the output: inline in IPython / Jupyter (a rich view), on the
+        screen's ``sys.stdout`` in plain Python.
+
+    Attributes
+    ----------
+    log : PrintLog
+        What was printed, once the block has ended (``.text``, ``.items``, ``.tensors``).
+    """
+
+    def __init__(self, file: str | os.PathLike | None = None, show: bool = True) -> None:
+        self.file = file
+        self.show = show
+        self.path = ""
+        self.log: PrintLog | None = None
+        self._sink: BinaryIO | None = None
+        self._pipes = None
+        self._stdout: Any = None
+        self._writer: _FdWriter | None = None
+        self._target: BinaryIO | None = None
+
+    def __enter__(self) -> PrintCapture:
+        import wurlitzer
+
+        if self.file is not None:
+            self.path = resolve_print_file(self.file)
+            self._target = _create(self.path)
+        with _lock:
+            self._stdout = sys.stdout
+            _flush(sys.stdout)
+            self._sink = _memory_file()
+            self._pipes = wurlitzer.pipes(stdout=self._sink, stderr=None, encoding=None)
+            try:
+                self._pipes.__enter__()
+            except BaseException:
+                self._sink.close()
+                if self._target is not None:
+                    self._target.close()
+                raise
+            self._writer = _FdWriter(1)
+            sys.stdout = self._writer
+            global _open_captures
+            _open_captures += 1
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        note = _synchronize()
+        with _lock:
+            if sys.stdout is self._writer:
+                sys.stdout = self._stdout
+            try:
+                self._pipes.__exit__(None, None, None)
+            finally:
+                self._sink.seek(0)
+                raw = self._sink.read()
+                self._sink.close()
+                global _open_captures
+                _open_captures -= 1
+                waiting = _deferred[:] if not _open_captures else []
+                del _deferred[: len(waiting)]
+        for switch in waiting:
+            switch()
+        if self._target is not None:
+            try:
+                self._target.write(raw)
+            finally:
+                self._target.close()
+        notes = dict.fromkeys([*self._writer.notes, note] if note else self._writer.notes)
+        self.log = PrintLog(raw=raw, source="captured", path=self.path, note="; ".join(notes))
+        if self.show and self.log:
+            show(self.log)
+        return False
+
+
+def capture_print(file: str | os.PathLike | None = None, show: bool = True) -> PrintCapture:
+    """``with msdebug.capture_print() as cap:`` capture Print and ``print()`` output in order;
+    ``cap.log`` holds it afterwards. See :class:`PrintCapture`."""
+    return PrintCapture(file=file, show=show)
+
+
+def _flush(stream: Any) -> None:
+    try:
+        stream.flush()
+    except Exception:  # noqa: BLE001 - a closed or odd stream must not stop the capture
+        pass
+
+
+def show(log: PrintLog) -> None:
+    """Inline in IPython (rich view), else the exact text on ``sys.stdout``."""
+    shell = _ipython()
+    if shell is not None:
+        from IPython.display import display
+
+        display(log)
+        return
+    sys.stdout.write(log.text)
+    _flush(sys.stdout)
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return stream.fileno()
+    except Exception:  # noqa: BLE001 - StringIO, closed streams
+        return None
+
+
+def _ipython():
+    module = sys.modules.get("IPython")
+    if module is None:
+        return None
+    return module.get_ipython()
+
+
+# --------------------------------------------------------------------------- print_file_path
+
+
+class PrintFile:
+    """Print output to a file instead of the screen, until :meth:`close` (CPU and GPU).
+
+    The file holds exactly the text the Print operator would have shown (msdebug's choice of
+    format: see README, "print_file_path on CPU and GPU").
+    """
+
+    def __init__(self, path: str, handle: BinaryIO) -> None:
+        self.path = path
+        self._handle = handle
+        self._screen_copy = None
+        self._pipes = None
+
+    def start(self) -> None:
+        import wurlitzer
+
+        with _lock:
+            _flush(sys.stdout)
+            self._screen = sys.stdout
+            if _fileno(self._screen) == 1:
+                # Plain Python and terminal IPython: the screen *is* fd 1, which is about to
+                # point at the file; other output keeps going to a copy of the screen's fd.
+                self._screen_copy = io.TextIOWrapper(
+                    io.FileIO(os.dup(1), "w"), encoding=getattr(self._screen, "encoding", None) or "utf-8",
+                    line_buffering=True,
+                )
+            self._pipes = wurlitzer.pipes(stdout=self._handle, stderr=None, encoding=None)
+            try:
+                self._pipes.__enter__()
+            except BaseException:
+                self._pipes = None
+                self._close_copy()
+                self._handle.close()
+                raise
+            self._router = _PrintRouter(self._screen_copy or self._screen)
+            sys.stdout = self._router
+
+    def _close_copy(self) -> None:
+        if self._screen_copy is not None:
+            _flush(self._screen_copy)
+            self._screen_copy.close()
+            self._screen_copy = None
+
+    def close(self) -> None:
+        if self._pipes is None:  # never started: only the file to close
+            self._handle.close()
+            return
+        _synchronize()
+        with _lock:
+            if sys.stdout is self._router:
+                sys.stdout = self._screen
+            try:
+                self._pipes.__exit__(None, None, None)
+            finally:
+                self._handle.close()
+                self._close_copy()
+
+
+_active: PrintFile | None = None
+
+
+def active_print_file() -> str:
+    """The file Print output goes to on this CPU/GPU process ('' when none)."""
+    return _active.path if _active is not None else ""
+
+
+def set_print_file(path: str, *, resume: bool = False) -> str:
+    """Send Print output to ``path`` from now on ('' sends it back to the screen).
+
+    A new name follows :func:`resolve_print_file`; ``resume=True`` appends to a file msdebug
+    wrote before (restoring a snapshot). The new file is opened before the old one is
+    closed, so a refused path changes nothing. Returns the file in use.
+    """
+    global _active
+    if resume and _active is not None and _active.path == path:
+        return path
+    handle = None
+    if path and resume:
+        try:
+            handle = open(path, "ab")
+        except OSError as error:
+            raise PrintCaptureError(f"cannot reopen the print file {path}: {error.strerror}.") from None
+    elif path:
+        path = resolve_print_file(path)
+        handle = _create(path)
+    old, new = _active, (PrintFile(path, handle) if handle is not None else None)
+    _active = new
+
+    def switch() -> None:
+        if old is not None:
+            old.close()
+        if new is not None:
+            new.start()
+
+    _after_captures(switch)
+    return active_print_file()
