@@ -13,10 +13,13 @@ __version__ = "0.1.0"
 # ``set`` is deliberately not in __all__: ``from msdebug import *`` must not hide the builtin.
 __all__ = [
     "__version__",
+    "capture_print",
     "context",
     "describe",
     "get",
+    "last_print",
     "load_ipython_extension",
+    "read_print_file",
     "restore",
     "snapshot",
     "table",
@@ -75,6 +78,33 @@ def describe(key: str):
     from . import settings
 
     return settings.describe(key)
+
+
+def capture_print(file=None, show: bool = True):
+    """``with msdebug.capture_print() as cap:`` every Print operator output (GRAPH, PYNATIVE,
+    ``@jit``) and ``print()`` of the block, in order; shown when the block ends, and kept in
+    ``cap.log`` (``.text``, ``.items``, ``.tensors``). ``file=`` also writes it to a new file."""
+    from .capture import capture_print as _capture
+
+    return _capture(file=file, show=show)
+
+
+def read_print_file(path, format: str = "auto"):  # noqa: A002 - mirrors the documented parameter name
+    """Decode a print file: MindSpore's binary one (Ascend) or msdebug's text one (CPU/GPU)."""
+    from .printfile import read_print_file as _read
+
+    return _read(path, format)
+
+
+def last_print():
+    """The output the last captured cell printed (``%%msprint`` or ``%msprint on``), or None."""
+    import sys
+
+    from .extension import _loaded
+
+    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    prefs = _loaded.get(id(ip)) if ip is not None else None
+    return prefs.prints.last if prefs is not None else None
 
 
 def load_ipython_extension(ipython) -> None:

@@ -13,8 +13,9 @@ from traitlets.config import Configurable
 from . import backend, completion
 from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
+from .printmagics import CellCapture, PrintMagics
 
-__all__ = ["MsDebug", "load", "unload"]
+__all__ = ["MsDebug", "load", "unload", "preferences"]
 
 
 class MsDebug(Configurable):
@@ -37,9 +38,18 @@ class MsDebug(Configurable):
         "find it instead of logging 'GetRealPath ... may not exists'.",
     ).tag(config=True)
 
+    print_capture = Bool(
+        False,
+        help="Capture every cell's Print operator output (GRAPH, PYNATIVE, @jit) and print() and show "
+        "it inline, in order, when the cell ends (%msprint on / off).",
+    ).tag(config=True)
+
     def __init__(self, shell, **kwargs) -> None:
         super().__init__(parent=shell, **kwargs)
         self.shell = shell
+        self.prints = CellCapture(shell)
+        self.prints.every_cell = self.print_capture
+        self.prints.register()
         self.log = LogLevel()
         self._apply_log_level(self.log_level)
         self.files = CellFiles(shell)
@@ -55,6 +65,10 @@ class MsDebug(Configurable):
         if problem:
             warnings.warn(f"msdebug: {problem}", stacklevel=2)
 
+    @observe("print_capture")
+    def _print_capture_changed(self, change) -> None:
+        self.prints.every_cell = change["new"]
+
     @observe("cell_files")
     def _cell_files_changed(self, change) -> None:
         if change["new"]:
@@ -68,6 +82,7 @@ class MsDebug(Configurable):
 
     def close(self) -> None:
         """Undo everything :meth:`__init__` did."""
+        self.prints.unregister()
         self._stop_cell_files()
         self.files.remove_all()
         self.log.undo()
@@ -83,6 +98,7 @@ def load(shell) -> None:
     prefs = MsDebug(shell)
     shell.configurables.append(prefs)
     shell.register_magics(MsDebugMagics)
+    shell.register_magics(PrintMagics(shell, prefs.prints))
     completion.register(shell)
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
@@ -99,6 +115,14 @@ def load(shell) -> None:
     _loaded[id(shell)] = prefs
 
 
+def preferences(shell) -> MsDebug:
+    """The :class:`MsDebug` preferences of a shell msdebug is loaded in."""
+    try:
+        return _loaded[id(shell)]
+    except KeyError:
+        raise RuntimeError("msdebug is not loaded in this shell: run %load_ext msdebug") from None
+
+
 def unload(shell) -> None:
     """Undo :func:`load`. MindSpore's context itself stays as the person left it."""
     prefs = _loaded.pop(id(shell), None)
@@ -107,7 +131,8 @@ def unload(shell) -> None:
     backend.unwatch()
     completion.unregister(shell)
     for kind in ("line", "cell"):
-        shell.magics_manager.magics[kind].pop("mscontext", None)
+        for name in ("mscontext", "msprint"):
+            shell.magics_manager.magics[kind].pop(name, None)
     if prefs in shell.configurables:
         shell.configurables.remove(prefs)
     prefs.close()
