@@ -1,4 +1,5 @@
-"""The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table."""
+"""The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table;
+``msdebug print-file PATH`` decodes a print file."""
 
 from __future__ import annotations
 
@@ -43,6 +44,19 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_file(args: argparse.Namespace) -> int:
+    from .errors import MsDebugError
+    from .printfile import read_print_file
+
+    try:
+        log = read_print_file(args.path, args.format)
+    except MsDebugError as error:
+        print(f"msdebug print-file: {error}", file=sys.stderr)
+        return 1
+    print(repr(log) if log.source == "binary file" else log.text, end="" if log.source != "binary file" else "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``msdebug`` command."""
     parser = argparse.ArgumentParser(prog="msdebug", description="See MindSpore's runtime context.")
@@ -51,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     info = commands.add_parser("info", help="versions, device and the context table")
     info.add_argument("--changed", action="store_true", help="only keys that differ from their defaults")
     info.set_defaults(run=_info)
+    prints = commands.add_parser("print-file", help="decode a print file (binary from Ascend, or text)")
+    prints.add_argument("path", help="the file print_file_path named")
+    prints.add_argument("--format", choices=("auto", "binary", "text"), default="auto")
+    prints.set_defaults(run=_print_file)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()

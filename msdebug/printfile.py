@@ -273,27 +273,27 @@ def _scalar(token: str):
 
 
 def _message_classes():
-    """``(Print, source)``: MindSpore's own classes if MindSpore is loaded, else msdebug's."""
+    """``(Print, Print.Value, source)``: MindSpore's own classes if MindSpore is loaded, else msdebug's."""
     import sys
 
     if "mindspore" in sys.modules:
         try:
             from mindspore.train import print_pb2
 
-            return print_pb2.Print, "mindspore.train.print_pb2"
+            return print_pb2.Print, print_pb2.Print.Value, "mindspore.train.print_pb2"
         except Exception:  # noqa: BLE001 - a print_pb2 built for another protobuf: use ours
             pass
-    return _own_print_class(), "msdebug"
+    return (*_own_classes(), "msdebug")
 
 
 _OWN: list = []
 
 
-def _own_print_class():
+def _own_classes():
     """``mindspore.prntpb.Print`` built from msdebug's copy of print.proto (proto2), in a private
     descriptor pool so it never clashes with MindSpore's registration of the same names."""
     if _OWN:
-        return _OWN[0]
+        return _OWN
     from google.protobuf import descriptor_pb2, descriptor_pool
 
     F = descriptor_pb2.FieldDescriptorProto
@@ -321,11 +321,9 @@ def _own_print_class():
     except ImportError:  # protobuf < 4.22
         from google.protobuf.message_factory import MessageFactory
 
-        cls = MessageFactory(pool).GetPrototype(descriptor)
-    else:
-        cls = GetMessageClass(descriptor)
-    _OWN.append(cls)
-    return cls
+        GetMessageClass = MessageFactory(pool).GetPrototype  # noqa: N806
+    _OWN[:] = [GetMessageClass(descriptor), GetMessageClass(descriptor.nested_types_by_name["Value"])]
+    return _OWN
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -355,14 +353,14 @@ def _values(data: bytes, name: str):
         start = pos
         try:
             tag, pos = _varint(data, pos)
-            if tag != (1 << 3 | 2):
-                raise PrintFileError(
-                    f"{name}: not a MindSpore print file: byte {start} starts field {tag >> 3} "
-                    f"(wire type {tag & 7}), expected a Print value (field 1, length-delimited)."
-                )
             length, pos = _varint(data, pos)
         except (IndexError, ValueError):
             raise PrintFileError(f"{name}: truncated or corrupt at byte {start}: the record header is cut off.") from None
+        if tag != (1 << 3 | 2):
+            raise PrintFileError(
+                f"{name}: not a MindSpore print file: byte {start} starts field {tag >> 3} "
+                f"(wire type {tag & 7}), expected a Print value (field 1, length-delimited)."
+            )
         if pos + length > len(data):
             raise PrintFileError(
                 f"{name}: truncated at byte {start}: a value of {length} bytes needs {pos + length - len(data)} "
@@ -374,8 +372,7 @@ def _values(data: bytes, name: str):
 
 def decode_print_bytes(data: bytes, name: str = "<bytes>") -> tuple[PrintItem, ...]:
     """Decode concatenated ``mindspore.prntpb.Print`` messages."""
-    Print, _ = _message_classes()
-    Value = Print.Value
+    _, Value, _ = _message_classes()
     items: list[PrintItem] = []
     for offset, chunk in _values(data, name):
         value = Value()
@@ -482,8 +479,8 @@ def _first_record_ok(data: bytes) -> bool:
     binary file that went wrong later, not a text file)."""
     try:
         offset, chunk = next(_values(data, ""))
-        Print, _ = _message_classes()
-        value = Print.Value()
+        _, Value, _ = _message_classes()
+        value = Value()
         value.ParseFromString(chunk)
         return value.WhichOneof("value") is not None
     except Exception:  # noqa: BLE001
@@ -498,7 +495,7 @@ def write_print_file(path: str | os.PathLike, calls: list[list[Any]]) -> None:
     """
     import numpy as np
 
-    Print, _ = _message_classes()
+    Print, _, _ = _message_classes()
     names = {np.dtype(v).name: k for k, v in DTYPES.items() if k not in ("BFloat16", "Int4")}
     with open(os.fspath(path), "xb") as handle:
         for args in calls:
