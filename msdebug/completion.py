@@ -1,4 +1,5 @@
-"""Tab completion for ``%mscontext``: key names, then allowed values after ``key=``.
+"""Tab completion for ``%mscontext`` (key names, then allowed values after ``key=``) and
+``%msprint`` (its actions).
 
 Uses IPython's Matcher API v2 and only the key catalog, so completing never imports
 MindSpore.
@@ -11,7 +12,7 @@ from IPython.core.completer import SimpleCompletion, context_matcher
 from . import backend
 from .magics import FLAGS
 
-__all__ = ["mscontext_matcher", "register", "unregister"]
+__all__ = ["mscontext_matcher", "msprint_matcher", "register", "unregister"]
 
 _NO_MATCH = {"completions": [], "suppress": False}
 
@@ -51,15 +52,38 @@ def mscontext_matcher(context):
     return {"completions": found, "suppress": bool(found), "matched_fragment": fragment}
 
 
+@context_matcher(identifier="msdebug.msprint")
+def msprint_matcher(context):
+    """``%msprint on|off|status|--help``; ``%%msprint --file``."""
+    lines = context.text_until_cursor.split("\n")
+    line = lines[-1].lstrip()
+    if line.startswith("%msprint "):
+        actions = ("on", "off", "status", "--help")
+    elif len(lines) == 1 and line.startswith("%%msprint "):
+        actions = ("--file",)
+    else:
+        return _NO_MATCH
+    fragment = "" if line[-1].isspace() else line.split()[-1]
+    if len(line.split()) > (1 if line[-1].isspace() else 2):
+        return _NO_MATCH
+    found = [SimpleCompletion(action, type="param") for action in actions if action.startswith(fragment)]
+    return {"completions": found, "suppress": bool(found), "matched_fragment": fragment}
+
+
+_MATCHERS = (mscontext_matcher, msprint_matcher)
+
+
 def register(shell) -> None:
-    """Add the matcher to ``shell.Completer`` (once)."""
+    """Add the matchers to ``shell.Completer`` (once)."""
     matchers = shell.Completer.custom_matchers
-    if mscontext_matcher not in matchers:
-        matchers.append(mscontext_matcher)
+    for matcher in _MATCHERS:
+        if matcher not in matchers:
+            matchers.append(matcher)
 
 
 def unregister(shell) -> None:
     """Remove what :func:`register` added."""
     matchers = shell.Completer.custom_matchers
-    while mscontext_matcher in matchers:
-        matchers.remove(mscontext_matcher)
+    for matcher in _MATCHERS:
+        while matcher in matchers:
+            matchers.remove(matcher)

@@ -8,6 +8,9 @@ from helpers import Kernel
 
 CASES = [
     ("%mscontext mo", ["mode="], "mo"),
+    ("%msprint ", ["on", "off", "status", "--help"], ""),
+    ("%msprint o", ["on", "off"], "o"),
+    ("%%msprint --f", ["--file"], "--f"),
     ("%mscontext dev", ["device=", "device_target=", "device_id="], "dev"),
     ("%mscontext mode=", ["graph", "pynative"], ""),
     ("%mscontext mode=py", ["pynative"], "py"),
