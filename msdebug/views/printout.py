@@ -19,8 +19,10 @@ def _number(value) -> str:
 
 def tensor_summary(tensor: PrintedTensor) -> str:
     """``Float32 [2, 3] · min 0 · max 5 · mean 2.5`` (+ NaN / Inf counts, partial marker)."""
-    parts = [f"{tensor.dtype} {list(tensor.shape)}"]
     stats = tensor.stats()
+    if tensor.shape == () and not tensor.partial:
+        return f"{tensor.dtype} scalar"
+    parts = [f"{tensor.dtype} {list(tensor.shape)}"]
     for name in ("min", "max", "mean"):
         if name in stats:
             parts.append(f"{name} {_number(stats[name])}")
