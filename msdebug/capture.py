@@ -44,10 +44,10 @@ class PrintCaptureError(MsDebugError, OSError):
 
 
 class _FdWriter(io.TextIOBase):
-    """``sys.stdout`` for the duration of a capture: every write goes straight to fd 1.
+    """``sys.stdout`` for the duration of a capture: each line goes straight to fd 1.
 
-    Unbuffered on purpose: a Python line must reach fd 1 before the C++ line printed after
-    it, or the two would swap.
+    Line-buffered on purpose: a Python line must reach fd 1 before the C++ line printed
+    after it, or the two would swap; a partial line waits for its newline (or a flush).
     """
 
     encoding = "utf-8"
@@ -58,15 +58,25 @@ class _FdWriter(io.TextIOBase):
         self._fd = fd
         self.buffer = _FdBuffer(fd)
         self.notes: list[str] = []
+        self._pending: list[str] = []
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._pending.append(text)
+        if "\n" in text:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        data = "".join(self._pending).encode(self.encoding, self.errors)
+        self._pending.clear()
         note = _synchronize()
         if note:
             self.notes.append(note)
-        self.buffer.write(text.encode(self.encoding, self.errors))
-        return len(text)
+        self.buffer.write(data)
 
     def writable(self) -> bool:
         return True
@@ -114,7 +124,9 @@ class _PrintRouter(_FdWriter):
 
     def write(self, text: str) -> int:
         if _from_print_operator():
-            return super().write(text)
+            super().write(text)
+            super().flush()
+            return len(text)
         return self.screen.write(text)
 
     def flush(self) -> None:
@@ -138,6 +150,41 @@ def _memory_file() -> BinaryIO:
         except OSError:
             pass
     return tempfile.TemporaryFile()
+
+
+_MAP_FROM = 1 << 20  # below this, copying the bytes out is as cheap as mapping them
+
+
+def _contents(sink: BinaryIO):
+    """Everything written to ``sink``: bytes, or for large outputs a read-only memoryview of
+    the file's pages (no copy; it stays valid after the file is closed and is unmapped when
+    the last view of it goes away)."""
+    size = os.fstat(sink.fileno()).st_size
+    if size >= _MAP_FROM:
+        view = _map(sink.fileno(), size)
+        if view is not None:
+            return view
+    sink.seek(0)
+    return sink.read()
+
+
+def _map(fd: int, size: int) -> memoryview | None:
+    # Not the mmap module: it keeps a duplicate of the fd open for as long as the mapping
+    # lives, one descriptor per kept log. A plain mmap(2) needs none once it is made.
+    import ctypes
+    import mmap
+    import weakref
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if address is None or address == ctypes.c_void_p(-1).value:
+        return None
+    pages = (ctypes.c_ubyte * size).from_address(address)
+    weakref.finalize(pages, libc.munmap, address, size)
+    return memoryview(pages).cast("B").toreadonly()
 
 
 def _synchronize() -> str:
@@ -182,10 +229,10 @@ def resolve_print_file(path: str | os.PathLike) -> str:
     return real
 
 
-def _create(path: str) -> BinaryIO:
+def _create(path: str, mode: str = "xb") -> BinaryIO:
     """Open a new file for writing; never an existing one."""
     try:
-        return open(path, "xb")
+        return open(path, mode)
     except FileExistsError:
         raise PrintCaptureError(f"{path} appeared while msdebug was about to create it; nothing was overwritten.") from None
     except OSError as error:
@@ -240,25 +287,24 @@ class PrintCapture:
         self._pipes = None
         self._stdout: Any = None
         self._writer: _FdWriter | None = None
-        self._target: BinaryIO | None = None
 
     def __enter__(self) -> PrintCapture:
         import wurlitzer
 
-        if self.file is not None:
-            self.path = resolve_print_file(self.file)
-            self._target = _create(self.path)
         with _lock:
+            if self.file is not None:
+                # Straight into the new file, which is then read back like the memory file.
+                self.path = resolve_print_file(self.file)
+                self._sink = _create(self.path, "xb+")
+            else:
+                self._sink = _memory_file()
             self._stdout = sys.stdout
             _flush(sys.stdout)
-            self._sink = _memory_file()
             self._pipes = wurlitzer.pipes(stdout=self._sink, stderr=None, encoding=None)
             try:
                 self._pipes.__enter__()
             except BaseException:
                 self._sink.close()
-                if self._target is not None:
-                    self._target.close()
                 raise
             self._writer = _FdWriter(1)
             sys.stdout = self._writer
@@ -267,6 +313,7 @@ class PrintCapture:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        self._writer.flush()
         note = _synchronize()
         with _lock:
             if sys.stdout is self._writer:
@@ -274,8 +321,7 @@ class PrintCapture:
             try:
                 self._pipes.__exit__(None, None, None)
             finally:
-                self._sink.seek(0)
-                raw = self._sink.read()
+                raw = _contents(self._sink)
                 self._sink.close()
                 global _open_captures
                 _open_captures -= 1
@@ -283,11 +329,6 @@ class PrintCapture:
                 del _deferred[: len(waiting)]
         for switch in waiting:
             switch()
-        if self._target is not None:
-            try:
-                self._target.write(raw)
-            finally:
-                self._target.close()
         notes = dict.fromkeys([*self._writer.notes, note] if note else self._writer.notes)
         self.log = PrintLog(raw=raw, source="captured", path=self.path, note="; ".join(notes))
         if self.show and self.log:

@@ -127,8 +127,9 @@ class PrintLog:
     ----------
     items : tuple
         :class:`PrintedText` and :class:`PrintedTensor` in print order (parsed on first use).
-    raw : bytes
-        The exact bytes printed (captured output), or the file's bytes.
+    raw : bytes-like
+        The exact bytes printed (captured output), or the file's bytes. Large captures are a
+        read-only ``memoryview`` of the capture's in-memory file rather than a copy.
     source : str
         ``"captured"``, ``"text file"`` or ``"binary file"``.
     path : str
@@ -159,7 +160,7 @@ class PrintLog:
         """The printed text; for captured output exactly what was printed."""
         if self.source == "binary file":
             return "".join(f"{item}\n" for item in self.items)
-        return self.raw.decode("utf-8", "replace")
+        return str(self.raw, "utf-8", "replace")
 
     @property
     def tensors(self) -> list[Any]:
@@ -197,7 +198,7 @@ def parse_text(data: bytes | str) -> tuple[PrintItem, ...]:
     forms alike) and ends where its brackets close. Everything else is text, line by line.
     A block that does not parse stays text: nothing printed is dropped.
     """
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = data if isinstance(data, str) else str(data, "utf-8", "replace")
     lines = text.splitlines()
     items: list[PrintItem] = []
     i = 0

@@ -1,0 +1,138 @@
+"""50 MB of C-level output through msdebug's Print capture, against a plain dup2 of fd 1.
+
+The writer is C: ``write(2)`` on fd 1 in 64 KiB chunks (what a Print kernel's ``std::cout``
+ends in), the same bytes for every case. Baseline: ``os.dup2`` of fd 1 onto a file, write,
+``dup2`` back. Cases, each timed from before the redirection starts until the bytes are
+where they belong (the file closed, or the bytes in memory):
+
+* ``print_file_path``: ``msdebug.capture.set_print_file`` (what ``%mscontext print_file_path``
+  does on CPU/GPU); goal at least 0.8x of the baseline's throughput;
+* ``capture(file=...)``: ``msdebug.capture_print(file=...)``, captured and written to a file;
+* ``capture (inline)``: ``msdebug.capture_print()`` into memory, bytes read back for the
+  notebook; goal at least 0.5x.
+
+A ``print()`` row compares 20 000 Python ``print`` lines with and without capture (each
+write is also a MindSpore queue sync while MindSpore is imported; here it is not).
+
+    python benchmarks/bench_print.py [--mb 50] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+CHUNK = 64 * 1024
+
+
+def _write(total: int) -> None:
+    libc = ctypes.CDLL(None)
+    block = b"p" * (CHUNK - 1) + b"\n"
+    for _ in range(total // CHUNK):
+        libc.write(1, block, CHUNK)
+
+
+def baseline(total: int, path: str) -> float:
+    start = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    saved = os.dup(1)
+    os.dup2(fd, 1)
+    try:
+        _write(total)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(fd)
+    return time.perf_counter() - start
+
+
+def print_file(total: int, path: str) -> float:
+    from msdebug.capture import set_print_file
+
+    start = time.perf_counter()
+    set_print_file(path)
+    try:
+        _write(total)
+    finally:
+        set_print_file("")
+    return time.perf_counter() - start
+
+
+def capture_to_file(total: int, path: str) -> float:
+    import msdebug
+
+    start = time.perf_counter()
+    with msdebug.capture_print(file=path, show=False):
+        _write(total)
+    return time.perf_counter() - start
+
+
+def capture_inline(total: int, path: str) -> float:
+    import msdebug
+
+    start = time.perf_counter()
+    with msdebug.capture_print(show=False) as cap:
+        _write(total)
+    assert len(cap.log.raw) == total
+    return time.perf_counter() - start
+
+
+def _prints(n: int, capture: bool) -> float:
+    import msdebug
+
+    saved = sys.stdout
+    start = time.perf_counter()
+    if capture:
+        with msdebug.capture_print(show=False):
+            for i in range(n):
+                print("loss", i)
+    else:
+        with open(os.devnull, "w") as sink:
+            sys.stdout = sink
+            try:
+                for i in range(n):
+                    print("loss", i)
+            finally:
+                sys.stdout = saved
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    total = args.mb * 1024 * 1024 // CHUNK * CHUNK
+    cases = {"dup2 to a file (baseline)": baseline, "print_file_path": print_file,
+             "capture(file=...)": capture_to_file, "capture (inline)": capture_inline}
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.repeat):
+            for name, run in cases.items():  # interleaved, so drift hits every case alike
+                path = os.path.join(scratch, f"{round_}-{len(times[name])}-{abs(hash(name))}.out")
+                times[name].append(run(total, path))
+                if os.path.exists(path):
+                    assert os.path.getsize(path) == total, name
+                    os.remove(path)
+    base = statistics.median(times["dup2 to a file (baseline)"])
+    result = {}
+    for name, samples in times.items():
+        median = statistics.median(samples)
+        result[name] = {"seconds": round(median, 4), "MB/s": round(total / median / 1e6, 1),
+                        "throughput_vs_baseline": round(base / median, 2)}
+        print(f"{name:28s} {median * 1000:8.1f} ms  {total / median / 1e6:8.1f} MB/s  {base / median:5.2f}x baseline")
+    plain, captured = (statistics.median(_prints(20000, c) for _ in range(args.repeat)) for c in (False, True))
+    print(f"{'20000 print() lines':28s} {captured * 1000:8.1f} ms captured vs {plain * 1000:.1f} ms to /dev/null "
+          f"({plain / captured:.2f}x)")
+    result["print_lines"] = {"captured_s": round(captured, 4), "devnull_s": round(plain, 4)}
+    print(json.dumps({"bench": "print", "mb": args.mb, **result}))
+
+
+if __name__ == "__main__":
+    main()
