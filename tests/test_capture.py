@@ -16,6 +16,7 @@ import time
 import pytest
 
 import msdebug
+
 from helpers import Kernel, run_python, text_of
 
 NET = """
@@ -285,3 +286,43 @@ def test_terminal_ipython_shows_the_same_text(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines()[-5:] == ["py", "graph", "1", "jit", "2"]
+
+
+def test_on_ascend_msdebug_leaves_the_file_to_mindspore_and_shows_what_a_cell_added(ip, tmp_path, monkeypatch):
+    # Fake backend for an Ascend-only path: this machine has no Ascend. MindSpore writes the
+    # binary file itself there; the cell below appends what its Print kernel would write.
+    from IPython.utils.capture import capture_output
+
+    from msdebug import backend
+    from msdebug.printfile import write_print_file
+
+    ms = backend.get_backend()
+    path = tmp_path / "ascend.pb"
+    write_print_file(path, [["from an earlier cell"]])
+    real_read = ms.read
+    monkeypatch.setattr(ms, "writes_print_files", lambda: True)
+    monkeypatch.setattr(ms, "read", lambda name: str(path) if name == "print_file_path" else real_read(name))
+    ip.user_ns["append"] = lambda: path.open("ab").write(
+        _print_message(["loss:", __import__("numpy").float32([0.25, 0.5])])
+    )
+    with capture_output() as captured:
+        ip.run_cell("append()")
+    (shown,) = captured.outputs
+    assert shown.data["text/plain"].splitlines()[:2] == ["1 text line · 1 tensor · binary file " + str(path), "loss:"]
+    assert "from an earlier cell" not in shown.data["text/plain"]
+    assert str(ip.run_line_magic("msprint", "status")).startswith(f"MindSpore writes Print output to {path}")
+
+
+def _print_message(args) -> bytes:
+    from msdebug.printfile import _message_classes
+
+    message = _message_classes()[0]()
+    for arg in args:
+        value = message.value.add()
+        if isinstance(arg, str):
+            value.desc = arg
+        else:
+            value.tensor.tensor_type = "Float32"
+            value.tensor.dims.extend(arg.shape)
+            value.tensor.tensor_content = arg.tobytes()
+    return message.SerializeToString()
