@@ -17,6 +17,7 @@ __all__ = [
     "describe",
     "get",
     "load_ipython_extension",
+    "panel",
     "restore",
     "snapshot",
     "table",
@@ -75,6 +76,19 @@ def describe(key: str):
     from . import settings
 
     return settings.describe(key)
+
+
+def panel():
+    """A settings panel (ipywidgets) for the context, kept in sync with it both ways.
+
+    Raises
+    ------
+    WidgetsMissingError
+        When ipywidgets is not installed; the message says how to install it.
+    """
+    from .widgets import panel as _panel
+
+    return _panel()
 
 
 def load_ipython_extension(ipython) -> None:

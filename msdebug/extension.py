@@ -5,6 +5,7 @@ Loading never imports MindSpore.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 from traitlets import Bool, Enum, observe
@@ -14,7 +15,7 @@ from . import backend, completion
 from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
 
-__all__ = ["MsDebug", "load", "unload"]
+__all__ = ["MsDebug", "load", "refresh_after_cell", "unload"]
 
 
 class MsDebug(Configurable):
@@ -73,6 +74,17 @@ class MsDebug(Configurable):
         self.log.undo()
 
 
+def refresh_after_cell(result=None) -> None:
+    """post_run_cell hook: open panels re-read the context, so a plain
+    ``mindspore.set_context(...)`` in a cell shows up in them by the end of that cell.
+
+    Costs a dictionary lookup while no panel is open, and never imports anything.
+    """
+    settings = sys.modules.get("msdebug.settings")
+    if settings is not None and settings.listening():
+        settings.notify()
+
+
 _loaded: dict[int, MsDebug] = {}
 
 
@@ -84,6 +96,7 @@ def load(shell) -> None:
     shell.configurables.append(prefs)
     shell.register_magics(MsDebugMagics)
     completion.register(shell)
+    shell.events.register("post_run_cell", refresh_after_cell)
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
@@ -106,6 +119,8 @@ def unload(shell) -> None:
         return
     backend.unwatch()
     completion.unregister(shell)
+    if refresh_after_cell in shell.events.callbacks["post_run_cell"]:
+        shell.events.unregister("post_run_cell", refresh_after_cell)
     for kind in ("line", "cell"):
         shell.magics_manager.magics[kind].pop("mscontext", None)
     if prefs in shell.configurables:
