@@ -119,7 +119,7 @@ class Panel:
         control = state.control
         name = control.name
         self._labels[name] = label = self._make(w.HTML, layout=w.Layout(width=_LABEL_WIDTH, min_width=_LABEL_WIDTH))
-        self._notes[name] = note = self._make(w.HTML)
+        self._notes[name] = note = self._make(w.HTML, layout=w.Layout(flex="1 1 0%", min_width="120px"))
         widget = self._control(control, state)
         self.controls[name] = widget
         return self._make(w.HBox, children=[label, widget, note], layout=w.Layout(align_items="center"))
@@ -171,9 +171,16 @@ class Panel:
             "mode": self._make(
                 w.Dropdown, options=[("1 on failure", 1), ("2 also at exit", 2)], value=1, layout=w.Layout(width="140px")
             ),
-            "path": self._make(w.Text, value="", placeholder="/absolute/path (default: working dir)"),
+            "path": self._make(
+                w.Text, value="", placeholder="/absolute/path (default: working dir)", layout=w.Layout(width="260px")
+            ),
         }
-        self.rdr_button = self._make(w.Button, description="Write env_config.json and use it", layout=w.Layout(width="auto"))
+        self.rdr_button = self._make(
+            w.Button,
+            description="Write and use",
+            tooltip="write a new env_config.json with these fields and set env_config_path to it",
+            layout=w.Layout(width="auto"),
+        )
         self.rdr_button.on_click(self._guarded(self._write_rdr))
         self._rdr_note = self._make(w.HTML)
         label = self._make(
@@ -297,7 +304,8 @@ class Panel:
         body = tag("code", esc(name), style="background:none")
         self._labels[name].value = f'<span title="{esc(state.control.key.help)}" style="{style}">{body}</span>'
         note = state.disabled or state.note
-        self._notes[name].value = tag("span", esc(note), style=f"{NOTE};font-size:11px;padding-left:8px") if note else ""
+        style = f"{NOTE};font-size:11px;line-height:14px;padding-left:8px"
+        self._notes[name].value = tag("div", esc(note), style=style) if note else ""
 
     def _update_device(self, model: controls.PanelModel) -> None:
         reasons = [f"{target}: {reason}" for target, reason in model.unsupported.items()]
@@ -316,7 +324,8 @@ class Panel:
         reason = model.rdr_unavailable
         for widget in (*self.rdr.values(), self.rdr_button):
             widget.disabled = bool(reason)
-            widget.tooltip = reason or None
+            if reason:
+                widget.tooltip = reason
         if reason:
             self._rdr_note.value = tag("div", esc(f"RDR: {reason}"), style=f"{NOTE};font-size:11px;padding-left:7px")
         path = model["env_config_path"].value if self._has("env_config_path") else ""
