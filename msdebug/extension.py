@@ -15,7 +15,7 @@ from . import backend, completion
 from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
 
-__all__ = ["MsDebug", "load", "refresh_after_cell", "unload"]
+__all__ = ["MsDebug", "hold_during_cell", "load", "refresh_after_cell", "unload"]
 
 
 class MsDebug(Configurable):
@@ -74,6 +74,14 @@ class MsDebug(Configurable):
         self.log.undo()
 
 
+def hold_during_cell(info=None) -> None:
+    """pre_run_cell hook: open panels wait for the end of the cell instead of following
+    every change the cell makes."""
+    settings = sys.modules.get("msdebug.settings")
+    if settings is not None:
+        settings.hold()
+
+
 def refresh_after_cell(result=None) -> None:
     """post_run_cell hook: open panels re-read the context, so a plain
     ``mindspore.set_context(...)`` in a cell shows up in them by the end of that cell.
@@ -81,8 +89,8 @@ def refresh_after_cell(result=None) -> None:
     Costs a dictionary lookup while no panel is open, and never imports anything.
     """
     settings = sys.modules.get("msdebug.settings")
-    if settings is not None and settings.listening():
-        settings.notify()
+    if settings is not None:
+        settings.release()
 
 
 _loaded: dict[int, MsDebug] = {}
@@ -96,6 +104,7 @@ def load(shell) -> None:
     shell.configurables.append(prefs)
     shell.register_magics(MsDebugMagics)
     completion.register(shell)
+    shell.events.register("pre_run_cell", hold_during_cell)
     shell.events.register("post_run_cell", refresh_after_cell)
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
@@ -119,8 +128,10 @@ def unload(shell) -> None:
         return
     backend.unwatch()
     completion.unregister(shell)
-    if refresh_after_cell in shell.events.callbacks["post_run_cell"]:
-        shell.events.unregister("post_run_cell", refresh_after_cell)
+    for event, hook in (("pre_run_cell", hold_during_cell), ("post_run_cell", refresh_after_cell)):
+        if hook in shell.events.callbacks[event]:
+            shell.events.unregister(event, hook)
+    refresh_after_cell()  # never leave notifications held
     for kind in ("line", "cell"):
         shell.magics_manager.magics[kind].pop("mscontext", None)
     if prefs in shell.configurables:

@@ -38,9 +38,11 @@ __all__ = [
     "context",
     "describe",
     "get",
+    "hold",
     "listening",
     "notify",
     "on_change",
+    "release",
     "reset",
     "restore",
     "set_baseline",
@@ -604,10 +606,13 @@ def reset() -> ChangeReport:
 
 # --------------------------------------------------------------------------- listeners
 # Open panels follow the context: every apply/restore (so also reset and the scoped cell
-# magic, before and after its body) tells them, and the extension's post_run_cell hook
-# calls notify() for changes made behind msdebug's back (plain mindspore.set_context).
+# magic, before and after its body) tells them. While a cell runs the extension holds the
+# notifications and sends one when the cell ends (post_run_cell), which also covers
+# changes made behind msdebug's back (plain mindspore.set_context): a loop of scoped
+# settings in a cell then costs no refreshes and sends nothing to the front end.
 
 _listeners: list[weakref.ref] = []
+_held = False
 
 
 def on_change(callback) -> Any:
@@ -627,16 +632,31 @@ def on_change(callback) -> Any:
 
 
 def listening() -> bool:
-    """Whether anything listens (the post_run_cell hook does nothing otherwise)."""
+    """Whether anything listens."""
     return bool(_listeners)
 
 
+def hold() -> None:
+    """Hold notifications until :func:`release` (the extension: while a cell runs)."""
+    global _held
+    _held = True
+
+
+def release() -> None:
+    """Stop holding and notify once: the context may have changed in any way meanwhile."""
+    global _held
+    _held = False
+    notify()
+
+
 def notify() -> None:
-    """Tell every listener that the context may have changed.
+    """Tell every listener that the context may have changed (later, while held).
 
     A listener that fails is dropped with a warning: it must not undo or fail the write
     that caused the notification.
     """
+    if _held or not _listeners:
+        return
     for ref in list(_listeners):
         callback = ref()
         if callback is None:

@@ -62,9 +62,10 @@ def test_changes_made_elsewhere_show_up_by_the_end_of_the_cell(session):
     during = out(session, 'ms.set_context(max_call_depth=77)\nprint(p.controls["max_call_depth"].value)')
     after = out(session, 'print(p.controls["max_call_depth"].value)')
     assert (during, after) == ("1000\n", "77\n")
-    scoped = out(session, '%%mscontext mode=pynative\nprint(p.controls["mode"].value)')
-    assert scoped == "pynative\n"
-    assert out(session, 'print(p.controls["mode"].value)') == "graph\n"  # and back after the scoped cell
+    scoped = out(session, '%%mscontext mode=pynative\nprint(ms.get_context("mode"))\nms.set_context(save_graphs=3)')
+    assert scoped == "1\n"
+    # Panels wait for the end of a cell: the scoped cell's settings and their restore.
+    assert out(session, 'print(p.controls["mode"].value, p.controls["save_graphs"].value)') == "graph 2\n"
     out(session, "%mscontext --reset")
     assert out(session, 'print(p.controls["mode"].value, p.controls["max_call_depth"].value)') == "pynative 1000\n"
 
@@ -75,12 +76,12 @@ def test_two_panels_on_one_kernel_agree(session):
         """
 q = msdebug.panel()
 q.controls["save_graphs_path"].value = "/tmp"
-print(p.controls["save_graphs_path"].value, p.model.summary == q.model.summary)
-q.close()
-%mscontext --reset
 """,
     )
+    assert printed == ""
+    printed = out(session, 'print(p.controls["save_graphs_path"].value, p.model.summary == q.model.summary)')
     assert printed == "/tmp True\n"
+    out(session, "q.close()\n%mscontext --reset")
 
 
 def test_a_rejected_value_reverts_and_nothing_reaches_the_notebook(session):
@@ -129,9 +130,9 @@ def test_the_extension_adds_and_removes_its_post_run_cell_hook():
     result = run_python(
         """
 from IPython.testing.globalipapp import start_ipython
-from msdebug.extension import refresh_after_cell
+from msdebug.extension import hold_during_cell, refresh_after_cell
 ip = start_ipython()
-hooks = lambda: ip.events.callbacks["post_run_cell"].count(refresh_after_cell)
+hooks = lambda: ip.events.callbacks["post_run_cell"].count(refresh_after_cell) + ip.events.callbacks["pre_run_cell"].count(hold_during_cell)
 ip.run_line_magic("load_ext", "msdebug"); a = hooks()
 ip.run_line_magic("load_ext", "msdebug"); b = hooks()
 ip.run_line_magic("unload_ext", "msdebug"); c = hooks()
@@ -140,7 +141,7 @@ print(a, b, c, "mindspore" in sys.modules, "ipywidgets" in sys.modules)
 """
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "1 1 0 False False"
+    assert result.stdout.splitlines()[-1] == "2 2 0 False False"
 
 
 def test_the_rdr_section_is_written_to_a_new_file_where_rdr_exists(tmp_path):

@@ -268,3 +268,19 @@ except UsageError as error:
     assert first.startswith("WidgetsMissingError the settings panel needs ipywidgets, which is not installed")
     assert first.endswith('install it with: pip install ipywidgets  (or pip install "msdebug[all]")')
     assert second.startswith("usage error: the settings panel needs ipywidgets")
+
+
+def test_while_a_cell_runs_panels_wait_for_its_end(ip):
+    panel = ip.user_ns["panel"] = msdebug.panel()
+    result = ip.run_cell(
+        "import msdebug\n"
+        "for _ in range(3):\n"
+        "    with msdebug.context(mode='graph'):\n"
+        "        pass\n"
+        "msdebug.set(save_graphs=1)\n"
+        "during = panel.controls['save_graphs'].value"
+    )
+    assert result.success
+    assert ip.user_ns["during"] == "0"  # held: nothing refreshed inside the cell
+    assert panel.controls["save_graphs"].value == "1"  # one refresh at its end
+    panel.close()
