@@ -230,8 +230,11 @@ def _disabled(key: ContextKey, state, lock: str) -> str:
     return ""
 
 
-def _note(row, target: str) -> str:
+def _note(row, state) -> str:
+    target = state.device.target
     parts = [row.note] if row.note else []
+    if row.key.name == "pynative_synchronize" and _value(state, "mode") == 0 and not state.launch_blocking:
+        parts.append("acts on PYNATIVE execution; GRAPH mode runs whole graphs anyway")
     if not row.applies and not row.key.device_filtered:
         parts.append(f"no effect on {target}")
     return "; ".join(parts)
@@ -255,7 +258,7 @@ def model(state, capture: bool | None = None) -> PanelModel:
             row.default,
             row.changed,
             _disabled(row.key, state, lock),
-            _note(row, state.device.target),
+            _note(row, state),
         )
 
     sections = tuple(

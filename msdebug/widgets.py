@@ -312,7 +312,7 @@ class Panel:
         if model.device_lock:
             reasons.insert(0, f"locked: {model.device_lock}")
         self._device_note.value = (
-            tag("div", "<br>".join(esc(r) for r in reasons), style=f"{NOTE};font-size:11px;padding-left:7px")
+            tag("div", "<br>".join(esc(r) for r in reasons), style=f"{NOTE};font-size:11px;line-height:15px;padding-left:7px")
             if reasons
             else ""
         )

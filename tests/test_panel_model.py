@@ -284,3 +284,12 @@ def test_while_a_cell_runs_panels_wait_for_its_end(ip):
     assert ip.user_ns["during"] == "0"  # held: nothing refreshed inside the cell
     assert panel.controls["save_graphs"].value == "1"  # one refresh at its end
     panel.close()
+
+
+def test_sync_says_where_it_acts(ip):
+    msdebug.set(mode="graph")
+    assert controls.model(settings.state())["pynative_synchronize"].note == (
+        "acts on PYNATIVE execution; GRAPH mode runs whole graphs anyway"
+    )
+    msdebug.set(mode="pynative")
+    assert controls.model(settings.state())["pynative_synchronize"].note == ""
