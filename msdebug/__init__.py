@@ -19,6 +19,7 @@ __all__ = [
     "get",
     "last_print",
     "load_ipython_extension",
+    "panel",
     "read_print_file",
     "restore",
     "snapshot",
@@ -105,6 +106,19 @@ def last_print():
     ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
     prefs = _loaded.get(id(ip)) if ip is not None else None
     return prefs.prints.last if prefs is not None else None
+
+
+def panel():
+    """A settings panel (ipywidgets) for the context, kept in sync with it both ways.
+
+    Raises
+    ------
+    WidgetsMissingError
+        When ipywidgets is not installed; the message says how to install it.
+    """
+    from .widgets import panel as _panel
+
+    return _panel()
 
 
 def load_ipython_extension(ipython) -> None:

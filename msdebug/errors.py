@@ -13,6 +13,7 @@ __all__ = [
     "DeviceLockedError",
     "MindSporeMissingError",
     "MindSporeRefusedError",
+    "WidgetsMissingError",
 ]
 
 
@@ -42,3 +43,7 @@ class MindSporeMissingError(MsDebugError, ImportError):
 
 class MindSporeRefusedError(MsDebugError):
     """MindSpore raised although msdebug's own validation accepted the value."""
+
+
+class WidgetsMissingError(MsDebugError, ImportError):
+    """ipywidgets, which the settings panel needs, is not installed."""

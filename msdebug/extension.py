@@ -5,6 +5,7 @@ Loading never imports MindSpore.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 from traitlets import Bool, Enum, observe
@@ -15,7 +16,7 @@ from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
 from .printmagics import CellCapture, PrintMagics
 
-__all__ = ["MsDebug", "load", "unload", "preferences"]
+__all__ = ["MsDebug", "hold_during_cell", "load", "preferences", "refresh_after_cell", "unload"]
 
 
 class MsDebug(Configurable):
@@ -88,6 +89,25 @@ class MsDebug(Configurable):
         self.log.undo()
 
 
+def hold_during_cell(info=None) -> None:
+    """pre_run_cell hook: open panels wait for the end of the cell instead of following
+    every change the cell makes."""
+    settings = sys.modules.get("msdebug.settings")
+    if settings is not None:
+        settings.hold()
+
+
+def refresh_after_cell(result=None) -> None:
+    """post_run_cell hook: open panels re-read the context, so a plain
+    ``mindspore.set_context(...)`` in a cell shows up in them by the end of that cell.
+
+    Costs a dictionary lookup while no panel is open, and never imports anything.
+    """
+    settings = sys.modules.get("msdebug.settings")
+    if settings is not None:
+        settings.release()
+
+
 _loaded: dict[int, MsDebug] = {}
 
 
@@ -100,6 +120,8 @@ def load(shell) -> None:
     shell.register_magics(MsDebugMagics)
     shell.register_magics(PrintMagics(shell, prefs.prints))
     completion.register(shell)
+    shell.events.register("pre_run_cell", hold_during_cell)
+    shell.events.register("post_run_cell", refresh_after_cell)
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
@@ -130,6 +152,10 @@ def unload(shell) -> None:
         return
     backend.unwatch()
     completion.unregister(shell)
+    for event, hook in (("pre_run_cell", hold_during_cell), ("post_run_cell", refresh_after_cell)):
+        if hook in shell.events.callbacks[event]:
+            shell.events.unregister(event, hook)
+    refresh_after_cell()  # never leave notifications held
     for kind in ("line", "cell"):
         for name in ("mscontext", "msprint"):
             shell.magics_manager.magics[kind].pop(name, None)

@@ -19,7 +19,7 @@ __all__ = ["MsDebugMagics", "parse_line", "FLAGS"]
 _AROUND_EQUALS = re.compile(r"\s*=\s*")
 _NEEDS_SCANNING = re.compile(r"[\"'{}\[\]()]")
 
-FLAGS = ("--changed", "--reset", "--help")  # the magic's docstring says what each does
+FLAGS = ("--changed", "--reset", "--help", "--panel")  # the magic's docstring says what each does
 
 
 def _tokens(line: str) -> list[str]:
@@ -116,6 +116,7 @@ class MsDebugMagics(Magics):
             %mscontext mode=graph           set keys (validated first; all or nothing)
             %mscontext device=CPU:0         device_target and device_id together
             %mscontext --reset              back to the context when msdebug was loaded
+            %mscontext --panel              a settings panel (ipywidgets), in sync with the context
 
             %%mscontext mode=pynative pynative_synchronize=true
             ...                             the cell runs with these settings; afterwards
@@ -154,6 +155,10 @@ class MsDebugMagics(Magics):
             return settings.apply(assignments)
         if flags == ["--reset"]:
             return settings.reset()
+        if flags == ["--panel"]:
+            from .widgets import panel
+
+            return panel()
         return settings.state(changed_only=flags == ["--changed"])
 
 

@@ -10,6 +10,7 @@ import copy
 import signal
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -37,6 +38,11 @@ __all__ = [
     "context",
     "describe",
     "get",
+    "hold",
+    "listening",
+    "notify",
+    "on_change",
+    "release",
     "reset",
     "restore",
     "set_baseline",
@@ -460,6 +466,7 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     for (_, key), old in zip(named, before, strict=True):
         note = "" if key.applies_to(target) else f"no effect on {target}"
         changes.append(Change(key, old, _canonical(backend, key), note))
+    notify()
     return ChangeReport(tuple(changes))
 
 
@@ -519,6 +526,8 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
                 failures.append(str(error))
                 continue
             changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
+    if changes:
+        notify()
     notes = []
     if isinstance(snap, Snapshot):
         if str(backend.device()) != snap.device:
@@ -593,3 +602,70 @@ def reset() -> ChangeReport:
             "use msdebug.snapshot() and msdebug.restore(snapshot) instead."
         )
     return restore(target)
+
+
+# --------------------------------------------------------------------------- listeners
+# Open panels follow the context: every apply/restore (so also reset and the scoped cell
+# magic, before and after its body) tells them. While a cell runs the extension holds the
+# notifications and sends one when the cell ends (post_run_cell), which also covers
+# changes made behind msdebug's back (plain mindspore.set_context): a loop of scoped
+# settings in a cell then costs no refreshes and sends nothing to the front end.
+
+_listeners: list[weakref.ref] = []
+_held = False
+
+
+def on_change(callback) -> Any:
+    """Call ``callback()`` after msdebug changed the context, and after every cell.
+
+    Only a weak reference is kept (a bound method lives as long as its object), so a
+    listener never keeps a closed panel alive. Returns a function that unsubscribes.
+    """
+    ref = weakref.WeakMethod(callback) if hasattr(callback, "__self__") else weakref.ref(callback)
+    _listeners.append(ref)
+
+    def unsubscribe() -> None:
+        with contextlib.suppress(ValueError):
+            _listeners.remove(ref)
+
+    return unsubscribe
+
+
+def listening() -> bool:
+    """Whether anything listens."""
+    return bool(_listeners)
+
+
+def hold() -> None:
+    """Hold notifications until :func:`release` (the extension: while a cell runs)."""
+    global _held
+    _held = True
+
+
+def release() -> None:
+    """Stop holding and notify once: the context may have changed in any way meanwhile."""
+    global _held
+    _held = False
+    notify()
+
+
+def notify() -> None:
+    """Tell every listener that the context may have changed (later, while held).
+
+    A listener that fails is dropped with a warning: it must not undo or fail the write
+    that caused the notification.
+    """
+    if _held or not _listeners:
+        return
+    for ref in list(_listeners):
+        callback = ref()
+        if callback is None:
+            with contextlib.suppress(ValueError):
+                _listeners.remove(ref)
+            continue
+        try:
+            callback()
+        except Exception as error:  # noqa: BLE001 - a broken listener must not break apply()
+            with contextlib.suppress(ValueError):
+                _listeners.remove(ref)
+            warnings.warn(f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=2)

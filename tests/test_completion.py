@@ -21,6 +21,7 @@ CASES = [
     ("%mscontext jit_level=O", ["O0", "O1", "O2"], "O"),
     ("%mscontext save_graphs=", ["0", "1", "2", "3"], ""),
     ("%mscontext --ch", ["--changed"], "--ch"),
+    ("%mscontext --pa", ["--panel"], "--pa"),
     ("%%mscontext jit_syntax_level=", ["strict", "compatible", "lax"], ""),
 ]
 

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import msdebug
-from helpers import run_python
 from msdebug.printfile import PrintedTensor, PrintedText, PrintFileError, parse_text, read_print_file
+
+from helpers import run_python
 
 DATA = pathlib.Path(__file__).parent / "data" / "print"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
