@@ -166,10 +166,10 @@ def test_in_a_plain_shell_the_panel_is_readable_text(ip):
     panel = ip.run_line_magic("mscontext", "--panel")
     text = repr(panel)
     lines = text.splitlines()
-    assert lines[0].startswith("msdebug panel · GRAPH · CPU:0 · sync off")
+    assert lines[0].startswith("msdebug panel · GRAPH · CPU:0 · sync off · print capture off")
     assert "* mode                   GRAPH_MODE (0)" in lines
     assert "  GPU disabled: this MindSpore build cannot run on GPU (it supports CPU)" in lines
-    assert any(line.startswith("  print_file_path") and "locked: only takes effect on Ascend" in line for line in lines)
+    assert "  print_file_path        '' (not set)" in lines  # msdebug writes it on CPU, so it is not locked
     assert ip.display_formatter.format(panel)[0]["text/plain"] == text
     panel.close()
 
@@ -293,3 +293,19 @@ def test_sync_says_where_it_acts(ip):
     )
     msdebug.set(mode="pynative")
     assert controls.model(settings.state())["pynative_synchronize"].note == ""
+
+
+def test_the_print_capture_switch_is_msprint_on(ip):
+    from msdebug.extension import preferences
+
+    panel = msdebug.panel()
+    try:
+        assert panel.capture.value is False and not panel.capture.disabled
+        panel.capture.value = True
+        assert preferences(ip).print_capture is True
+        assert "print capture on" in panel.model.summary
+        ip.run_cell("%msprint off")
+        assert panel.capture.value is False and "print capture off" in panel.model.summary
+    finally:
+        preferences(ip).print_capture = False
+        panel.close()
