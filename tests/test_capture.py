@@ -326,3 +326,20 @@ def _print_message(args) -> bytes:
             value.tensor.dims.extend(arg.shape)
             value.tensor.tensor_content = arg.tobytes()
     return message.SerializeToString()
+
+
+@pytest.mark.kernel
+def test_nbclient_keeps_graph_and_jit_prints_in_their_cells(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    from helpers import kernel_env
+
+    cells = ["%load_ext msdebug", NET, "%msprint on", "print('a'); net(x, Tensor(1)); jitted(x, Tensor(2))",
+             "print('b'); jitted(x, Tensor(3))"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client.km = client.create_kernel_manager()
+    client.execute(env=kernel_env())
+    shown = [[o["data"]["text/plain"] for o in cell.outputs if o.output_type == "display_data"] for cell in nb.cells[3:]]
+    assert shown == [["a\ngraph\n1\njit\n2"], ["b\njit\n3"]]
