@@ -26,8 +26,10 @@ __all__ = [
     "DeviceState",
     "INSTALL_HINT",
     "get_backend",
+    "anf_ir_model",
     "capture_pristine",
     "first_cell",
+    "graph_compiled",
     "installed_version",
     "is_imported",
     "machine_default",
@@ -393,3 +395,48 @@ def machine_default(name: str) -> Any:
         # ms_context.cc: min(std::thread::hardware_concurrency(), 30)
         return min(os.cpu_count() or 1, 30)
     return None
+
+
+# ----------------------------------------------------------------- dumps and env_config
+
+
+def graph_compiled() -> bool:
+    """Whether a GRAPH-mode compile has happened in this process, as far as MindSpore's
+    compile caches tell (settings read once per process, like RDR's, are then fixed).
+
+    False when MindSpore is not imported yet: nothing can have compiled.
+    """
+    global _compiled
+    if _compiled or not is_imported():
+        return _compiled
+    api = sys.modules.get("mindspore.graph.api") or sys.modules.get("mindspore.common.api")
+    if api is None:
+        return False
+    cells = getattr(api, "cells_compile_cache", {}) or {}
+    # A cell deleted since drops out of the cache: once seen, remember it.
+    _compiled = bool(getattr(api, "ms_compile_cache", None)) or any(cells.values())
+    return _compiled
+
+
+_compiled = False
+
+
+def anf_ir_model(data: bytes):
+    """``data`` parsed as ``mindspore.irpb.ModelProto`` with MindSpore's own generated module
+    (``.pb`` files of RDR and save_graphs); None when MindSpore is not installed.
+
+    Raises
+    ------
+    ValueError
+        When the bytes are not a ModelProto.
+    """
+    try:
+        from mindspore.train import anf_ir_pb2
+    except ImportError:
+        return None
+    model = anf_ir_pb2.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError and RuntimeWarning-like errors
+        raise ValueError(str(error) or type(error).__name__) from None
+    return model
