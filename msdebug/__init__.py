@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 # ``set`` is deliberately not in __all__: ``from msdebug import *`` must not hide the builtin.
 __all__ = [
     "__version__",
+    "EnvConfig",
+    "open_dump",
     "context",
     "describe",
     "get",
@@ -75,6 +77,22 @@ def describe(key: str):
     from . import settings
 
     return settings.describe(key)
+
+
+def open_dump(path):
+    """An inline explorer of an RDR tree, a save_graphs directory or one ``.ir`` file."""
+    from .dumps.explorer import open_dump as _open_dump
+
+    return _open_dump(path)
+
+
+def __getattr__(name: str) -> Any:
+    # EnvConfig is a class: imported on first use, like the functions above.
+    if name == "EnvConfig":
+        from .envconfig import EnvConfig
+
+        return EnvConfig
+    raise AttributeError(f"module 'msdebug' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:

@@ -30,6 +30,8 @@ __all__ = [
     "capture_pristine",
     "first_cell",
     "graph_compiled",
+    "track_compiles",
+    "untrack_compiles",
     "installed_version",
     "is_imported",
     "machine_default",
@@ -387,6 +389,7 @@ def capture_pristine() -> None:
     backend = get_backend()
     if backend.pristine is None:
         backend.pristine = backend.read_all()
+    track_compiles()
 
 
 def machine_default(name: str) -> Any:
@@ -400,20 +403,69 @@ def machine_default(name: str) -> Any:
 # ----------------------------------------------------------------- dumps and env_config
 
 
-def graph_compiled() -> bool:
-    """Whether a GRAPH-mode compile has happened in this process, as far as MindSpore's
-    compile caches tell (settings read once per process, like RDR's, are then fixed).
+def _api_module():
+    """MindSpore's executor module: ``mindspore.graph.api`` (2.10) or ``mindspore.common.api`` (2.7)."""
+    for name in ("mindspore.graph.api", "mindspore.common.api"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "_CellGraphExecutor"):
+            return module
+    return None
 
-    False when MindSpore is not imported yet: nothing can have compiled.
+
+def track_compiles() -> bool:
+    """Note every graph compile from now on (wraps the executors' ``compile`` methods).
+
+    The compile caches alone miss compiles of cells that are gone (a temporary
+    ``Net()(x)``): :func:`graph_compiled` uses both. Returns False when MindSpore is not
+    imported yet. :func:`untrack_compiles` undoes it.
+    """
+    api = _api_module()
+    if api is None:
+        return False
+    for cls in (getattr(api, "_CellGraphExecutor", None), getattr(api, "_JitExecutor", None)):
+        original = getattr(cls, "compile", None) if cls is not None else None
+        if original is not None and getattr(original, "_msdebug_original", None) is None:
+            cls.compile = _noting_compiles(original)
+    return True
+
+
+def _noting_compiles(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def compile(self, *args, **kwargs):
+        global _compiled
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _compiled = True
+
+    compile._msdebug_original = original
+    return compile
+
+
+def untrack_compiles() -> None:
+    """Put back the ``compile`` methods :func:`track_compiles` wrapped."""
+    api = _api_module()
+    for cls in (getattr(api, "_CellGraphExecutor", None), getattr(api, "_JitExecutor", None)) if api else ():
+        original = getattr(getattr(cls, "compile", None), "_msdebug_original", None)
+        if original is not None:
+            cls.compile = original
+
+
+def graph_compiled() -> bool:
+    """Whether a GRAPH-mode compile has happened in this process (settings MindSpore reads
+    once, like RDR's, are then fixed).
+
+    Sources: compiles seen since :func:`track_compiles`, and MindSpore's compile caches
+    for earlier ones (cells still alive, jit functions). False before MindSpore is imported.
     """
     global _compiled
     if _compiled or not is_imported():
         return _compiled
-    api = sys.modules.get("mindspore.graph.api") or sys.modules.get("mindspore.common.api")
+    api = _api_module()
     if api is None:
         return False
+    track_compiles()
     cells = getattr(api, "cells_compile_cache", {}) or {}
-    # A cell deleted since drops out of the cache: once seen, remember it.
     _compiled = bool(getattr(api, "ms_compile_cache", None)) or any(cells.values())
     return _compiled
 

@@ -105,6 +105,7 @@ def unload(shell) -> None:
     if prefs is None:
         return
     backend.unwatch()
+    backend.untrack_compiles()
     completion.unregister(shell)
     for kind in ("line", "cell"):
         shell.magics_manager.magics[kind].pop("mscontext", None)
