@@ -11,6 +11,8 @@ from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
 from . import backend, completion
+from .dumpmagics import MAGIC_NAMES as DUMP_MAGICS
+from .dumpmagics import DumpMagics
 from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
 
@@ -83,6 +85,7 @@ def load(shell) -> None:
     prefs = MsDebug(shell)
     shell.configurables.append(prefs)
     shell.register_magics(MsDebugMagics)
+    shell.register_magics(DumpMagics)
     completion.register(shell)
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
@@ -109,6 +112,8 @@ def unload(shell) -> None:
     completion.unregister(shell)
     for kind in ("line", "cell"):
         shell.magics_manager.magics[kind].pop("mscontext", None)
+    for name in DUMP_MAGICS:
+        shell.magics_manager.magics["line"].pop(name, None)
     if prefs in shell.configurables:
         shell.configurables.remove(prefs)
     prefs.close()

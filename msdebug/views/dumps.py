@@ -15,6 +15,7 @@ __all__ = [
     "html_memory",
     "html_pb",
     "html_rdr_status",
+    "html_save_graphs",
     "html_summary",
     "size_text",
     "text_diff",
@@ -23,6 +24,7 @@ __all__ = [
     "text_memory",
     "text_pb",
     "text_rdr_status",
+    "text_save_graphs",
     "text_summary",
 ]
 
@@ -392,6 +394,36 @@ def html_rdr_status(status) -> str:
         shown = status.exported[:10]
         items = "".join(tag("li", esc(p)) for p in shown)
         parts.append(tag("ul", items) + (_note(f"showing {len(shown)} of {len(status.exported)} files") if len(shown) < len(status.exported) else ""))
+    for note in status.notes:
+        parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
+    return tag("div", "".join(parts), cls="msdebug-dump")
+
+
+# --------------------------------------------------------------------------- save_graphs
+
+
+def _save_graphs_head(status) -> str:
+    from ..savegraphs import LEVELS
+
+    state = f"level {status.level} ({LEVELS.get(status.level, '?')})" if status.level else "off"
+    return f"save_graphs: {state}, into {status.path} (set through the {status.via})"
+
+
+def text_save_graphs(status) -> str:
+    lines = [_save_graphs_head(status), f"  {status.files} IR files there so far"]
+    lines += [f"    {count:>5}  {family}" for family, count in status.families]
+    if status.files:
+        lines.append(f"  read them with msdebug.open_dump({status.path!r})")
+    lines += [f"note: {note}" for note in status.notes]
+    return "\n".join(lines)
+
+
+def html_save_graphs(status) -> str:
+    rows = [[esc(family), esc(count)] for family, count in status.families]
+    parts = [tag("div", esc(_save_graphs_head(status)), style=STRONG), _note(f"{status.files} IR files there so far")]
+    if rows:
+        parts.append(_table(["family", "files"], rows))
+        parts.append(tag("div", tag("code", esc(f"msdebug.open_dump({status.path!r})")), style=NOTE))
     for note in status.notes:
         parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
     return tag("div", "".join(parts), cls="msdebug-dump")
