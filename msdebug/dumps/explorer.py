@@ -370,7 +370,7 @@ class Explorer(_Rendered):
         where = self.tree.rank(rank)
         files = where.of_kind("memory")
         if not files:
-            raise DumpError(f"rank {where.rank} has no memory address list (RDR writes one in mode 2, or on a failure)")
+            raise DumpError(f"rank {where.rank} has no memory address list (RDR writes one in mode 2)")
         listing = rdr.read_memory(files[0].path)
         rows = tuple(
             MemoryRow(

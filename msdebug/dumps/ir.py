@@ -223,6 +223,7 @@ class IrGraph:
         self.lineno = lineno
         self.location = location
         self.returns = ""
+        self.parent = ""  # the graph this one is nested in ("parent: [subgraph @...]")
         self.closed = False
         self.start = start  # byte offsets of the block in the file
         self.end = start
@@ -376,7 +377,9 @@ class _Scan:
                 if self.graph is not None:  # a graph without "}" before the next one
                     self.close_graph(base + start + 1)
                 name, _, params = match.group(1).decode("utf-8", "replace").partition("(")
+                name, _, parent = name.partition(" parent: [subgraph @")
                 self.graph = IrGraph(name, params.rsplit(")", 1)[0], lineno, self.location, base + start + 1, ir._loader)
+                self.graph.parent = parent.rstrip("]")
                 ir.graphs.append(self.graph)
                 self.location = ""
             elif kind == 2:
