@@ -185,6 +185,10 @@ class EnvConfig:
                         f"{where}: unknown key {section}.{key} (MindSpore would ignore it); "
                         f"{section} takes {', '.join(keys)}." + did_you_mean(key, keys)
                     )
+                if value is None:  # EnvConfig takes None for "not set": say so rather than drop it
+                    raise EnvConfigError(
+                        f"{where}: {section}.{key} is null; leave the key out to keep MindSpore's default."
+                    )
                 values[f"{section}.{key}"] = value
         try:
             config = cls(

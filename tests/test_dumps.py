@@ -20,7 +20,7 @@ from msdebug.dumps import rdr as rdr_reader
 from msdebug.dumps.cells import cell_code
 from msdebug.dumps.graphs import read_graphs_dir
 
-from helpers import kernel_env
+from helpers import kernel_env, text_of
 
 DATA = Path(__file__).parent / "data"
 MODE2 = DATA / "rdr_mode2"
@@ -419,3 +419,26 @@ def test_cli_dump_graph_and_errors():
     )
     nothing = msdebug_command("dump", "/no/such/dump")
     assert nothing.returncode == 1 and nothing.stderr == "msdebug dump: /no/such/dump: no such file or directory\n"
+
+
+@pytest.mark.kernel
+def test_in_a_kernel_ir_source_lines_show_the_cell(kernel):
+    status, _ = kernel.run("%load_ext msdebug\n%msgraphs on --level 1 --path graphs")
+    assert status == "ok"
+    status, _ = kernel.run(
+        "import numpy as np, mindspore as ms\nfrom mindspore import nn\n\n"
+        "class Scale(nn.Cell):\n    def construct(self, x):\n        return ops_in_cell(x)\n\n"
+        "def ops_in_cell(x):\n    return x * 3  # the line the IR points at\n\n"
+        "ms.set_context(mode=ms.GRAPH_MODE)\nScale()(ms.Tensor(np.ones(2, np.float32))).asnumpy()"
+    )
+    assert status == "ok"
+    status, outputs = kernel.run(
+        "view = msdebug_view = __import__('msdebug').open_dump('graphs').graph('24_execute', search='the line')\n"
+        "print([(r.source, r.in_cell, r.code) for r in view.rows])\nview"
+    )
+    assert status == "ok"
+    printed = text_of(outputs)
+    assert "True, 'return x * 3  # the line the IR points at')" in printed
+    assert "/ipykernel_" in printed
+    html = next(o["data"]["text/html"] for o in outputs if o["type"] == "execute_result")
+    assert "notebook cell" in html and "return x * 3  # the line the IR points at" in html

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import textwrap
 
 __all__ = ["cell_code", "is_cell"]
 
@@ -34,4 +35,4 @@ def cell_code(path: str, line: int, end: int | None = None) -> str | None:
     if not lines or line > len(lines):
         return None
     last = min(end or line, line + _MAX_LINES - 1, len(lines))
-    return "".join(lines[line - 1 : last]).rstrip("\n")
+    return textwrap.dedent("".join(lines[line - 1 : last])).rstrip("\n")
