@@ -40,13 +40,17 @@ _GRAPH_ID = re.compile(r"(?:graph_?|_)(?P<gid>\d+)$")
 class GraphFile:
     """One file of a save_graphs directory."""
 
-    path: Path
+    location: str  # the file's path, as a string: a Path per file costs more than the listing
     relative: str
     family: str
     stem: str  # the name without counter and extension: "13_optimize", "opt_pass_2_opt_a"
     counter: int | None
     ext: str
     size: int
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
     @property
     def stage(self) -> tuple[int, str] | None:
@@ -117,7 +121,7 @@ class GraphsDir:
         whose name contains it."""
         candidates = self.ir_files()
         for f in candidates:
-            if text in (f.stem, f.relative, f.path.name):
+            if text in (f.stem, f.relative, os.path.basename(f.location)):
                 return f
         matches = [f for f in candidates if text in f.relative]
         if len(matches) == 1:
@@ -162,6 +166,6 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             except OSError:
                 size = 0
             family, stem, counter, ext = classify(relative)
-            files.append(GraphFile(Path(entry.path), relative, family, stem, counter, ext, size))
+            files.append(GraphFile(entry.path, relative, family, stem, counter, ext, size))
     files.sort(key=lambda f: f.relative)
     return GraphsDir(root, files)

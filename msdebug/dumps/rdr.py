@@ -201,27 +201,37 @@ def _read_rank(directory: Path) -> RdrRank:
     return rank
 
 
+def _names(directory: Path) -> list[tuple[str, bool]]:
+    """(name, is a directory) of each entry, from one scandir (no stat per file)."""
+    try:
+        with os.scandir(directory) as entries:
+            return [(entry.name, entry.is_dir()) for entry in entries]
+    except OSError:
+        return []
+
+
 def find_rdr(path: str | os.PathLike) -> RdrTree | None:
     """The RDR tree at ``path`` (the rdr path itself, a ``rank_N`` or a ``rank_N/rdr``
     directory), or None when there is none."""
     root = Path(path)
     if not root.is_dir():
         return None
-    candidates: list[Path] = []
-    if root.name == "rdr" and any(_NAME.match(p.name) for p in root.iterdir()):
+    entries = _names(root)
+    subdirs = {name for name, is_dir in entries if is_dir}
+    has_rdr_files = any(_NAME.match(name) for name, is_dir in entries if not is_dir)
+    if root.name == "rdr" and has_rdr_files:
         candidates = [root]
-    elif (root / "rdr").is_dir():
+    elif "rdr" in subdirs:
         candidates = [root / "rdr"]
     else:
         candidates = sorted(
-            (p / "rdr" for p in root.glob("rank_*") if (p / "rdr").is_dir()),
+            (root / name / "rdr" for name in subdirs if name.startswith("rank_") and (root / name / "rdr").is_dir()),
             key=_rank_of,
         )
     if not candidates:
-        if any(_NAME.match(p.name) for p in root.iterdir() if p.is_file()):
-            candidates = [root]
-        else:
+        if not has_rdr_files:
             return None
+        candidates = [root]
     ranks = [_read_rank(c) for c in candidates]
     ranks.sort(key=lambda r: r.rank)
     return RdrTree(root, ranks)
