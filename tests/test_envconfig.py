@@ -129,7 +129,7 @@ def test_file_wins_over_environment_key_by_key(ip, tmp_path):
 
 def test_ignored_by_this_version_is_one_line(monkeypatch, tmp_path):
     for name in envconfig.ENV_VARS.values():
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # empty counts as unset; monkeypatch puts the real state back
     with pytest.warns(RdrWarning) as caught:
         status = EnvConfig(rdr_enable=True, rdr_mode=2, rdr_path=str(tmp_path)).apply(via="env")
     (warning,) = caught
@@ -161,7 +161,7 @@ def test_too_late_after_a_graph_compile(ip, monkeypatch):
 
 def test_msrdr_on_makes_the_path_absolute(ip, monkeypatch, tmp_path):
     for name in envconfig.ENV_VARS.values():
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # empty counts as unset; monkeypatch puts the real state back
     status = ip.run_line_magic("msrdr", "on --mode 2 --path ./rdr")
     assert os.environ["MS_RDR_PATH"] == str(tmp_path / "rdr")
     assert (os.environ["MS_RDR_ENABLE"], os.environ["MS_RDR_MODE"]) == ("1", "2")
