@@ -6,6 +6,7 @@ The fixtures in tests/data were made with real MindSpore (RDR with 2.7.0, save_g
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import subprocess
@@ -221,6 +222,25 @@ def test_exec_order_and_memory_of_a_mode2_run():
     assert reduce_sum.inputs[1] == rdr_reader.Address("0", 0)  # "&0 #0": an empty input
 
 
+def test_text_records_and_stream_orders(tmp_path):
+    # CPU runs write neither (SOMAS records and stream orders come from GPU/Ascend): files in
+    # the formats of MindSpore's StringRecorder and StreamExecOrderRecorder.
+    rdr = tmp_path / "rank_3" / "rdr"
+    rdr.mkdir(parents=True)
+    (rdr / "OPTIMIZER.gpu_somas_offline_log.1.20260101000000.txt").write_text("total 1024\nblock 0 512\n")
+    (rdr / "SESSION.stream_exec_order.1.20260101000000.json").write_text(
+        json.dumps([{"index": 0, "node_name": "Default/MatMul-op0", "logic_id": 0, "stream_id": 1,
+                     "node_info": "...", "event_id": 0, "label_id": "1,2"}], indent=2)
+    )
+    rank = rdr_reader.find_rdr(tmp_path).rank(3)
+    (record,) = rank.of_kind("string")
+    assert (record.module, record.name, record.graph_id) == ("OPTIMIZER", "gpu_somas_offline_log.1", 1)
+    assert rdr_reader.read_string(record.path) == "total 1024\nblock 0 512"
+    (stream,) = rank.of_kind("stream")
+    assert rdr_reader.read_stream_order(stream.path)[0]["label_id"] == "1,2"
+    assert "text record (SOMAS)" in repr(msdebug.open_dump(tmp_path))
+
+
 def test_mode1_failure_run_exported_the_failing_graph():
     explorer = msdebug.open_dump(MODE1)
     summary = explorer.summary()
@@ -240,6 +260,8 @@ def test_pb_files_read_with_mindsporess_own_proto():
     assert pb.graph == "kernel_graph0" and len(pb.nodes) == 9
     assert ("2", "MatMul", "Default/dense-Dense/MatMul-op0") in pb.nodes
     assert "MatMul" in repr(pb) and "kernel_graph0" in pb._repr_html_()
+    saved = msdebug.open_dump(GRAPHS).pb("ms_output_after_opt_0")
+    assert saved.graph and dict(saved.op_counts)["MatMul"] == 1
 
 
 # --------------------------------------------------------------------------- save_graphs directory

@@ -31,6 +31,7 @@ __all__ = [
     "read_exec_order",
     "read_memory",
     "read_stream_order",
+    "read_string",
     "read_text",
 ]
 
@@ -418,6 +419,11 @@ def read_memory(path: str | os.PathLike) -> MemoryList:
     if lines and not kernels:
         raise DumpFormatError(f"{path}: not an RDR memory address list")
     return MemoryList(Path(path), kernels)
+
+
+def read_string(path: str | os.PathLike) -> str:
+    """A ``StringRecorder`` ``.txt`` (SOMAS memory-planner records): the text as written."""
+    return "\n".join(read_text(path, "an RDR text record"))
 
 
 def read_stream_order(path: str | os.PathLike) -> list[dict]:
