@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 # ``set`` is deliberately not in __all__: ``from msdebug import *`` must not hide the builtin.
 __all__ = [
+    "EnvConfig",
     "__version__",
     "capture_print",
     "context",
@@ -19,6 +20,7 @@ __all__ = [
     "get",
     "last_print",
     "load_ipython_extension",
+    "open_dump",
     "panel",
     "read_print_file",
     "restore",
@@ -119,6 +121,22 @@ def panel():
     from .widgets import panel as _panel
 
     return _panel()
+
+
+def open_dump(path):
+    """An inline explorer of an RDR tree, a save_graphs directory or one ``.ir`` file."""
+    from .dumps.explorer import open_dump as _open_dump
+
+    return _open_dump(path)
+
+
+def __getattr__(name: str) -> Any:
+    # EnvConfig is a class: imported on first use, like the functions above.
+    if name == "EnvConfig":
+        from .envconfig import EnvConfig
+
+        return EnvConfig
+    raise AttributeError(f"module 'msdebug' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:

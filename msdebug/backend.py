@@ -26,8 +26,12 @@ __all__ = [
     "DeviceState",
     "INSTALL_HINT",
     "get_backend",
+    "anf_ir_model",
     "capture_pristine",
     "first_cell",
+    "graph_compiled",
+    "track_compiles",
+    "untrack_compiles",
     "installed_version",
     "is_imported",
     "machine_default",
@@ -428,6 +432,7 @@ def capture_pristine() -> None:
     backend = get_backend()
     if backend.pristine is None:
         backend.pristine = backend.read_all()
+    track_compiles()
 
 
 def machine_default(name: str) -> Any:
@@ -436,3 +441,97 @@ def machine_default(name: str) -> Any:
         # ms_context.cc: min(std::thread::hardware_concurrency(), 30)
         return min(os.cpu_count() or 1, 30)
     return None
+
+
+# ----------------------------------------------------------------- dumps and env_config
+
+
+def _api_module():
+    """MindSpore's executor module: ``mindspore.graph.api`` (2.10) or ``mindspore.common.api`` (2.7)."""
+    for name in ("mindspore.graph.api", "mindspore.common.api"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "_CellGraphExecutor"):
+            return module
+    return None
+
+
+def track_compiles() -> bool:
+    """Note every graph compile from now on (wraps the executors' ``compile`` methods).
+
+    The compile caches alone miss compiles of cells that are gone (a temporary
+    ``Net()(x)``): :func:`graph_compiled` uses both. Returns False when MindSpore is not
+    imported yet. :func:`untrack_compiles` undoes it.
+    """
+    api = _api_module()
+    if api is None:
+        return False
+    for cls in (getattr(api, "_CellGraphExecutor", None), getattr(api, "_JitExecutor", None)):
+        original = getattr(cls, "compile", None) if cls is not None else None
+        if original is not None and getattr(original, "_msdebug_original", None) is None:
+            cls.compile = _noting_compiles(original)
+    return True
+
+
+def _noting_compiles(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def compile(self, *args, **kwargs):
+        global _compiled
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _compiled = True
+
+    compile._msdebug_original = original
+    return compile
+
+
+def untrack_compiles() -> None:
+    """Put back the ``compile`` methods :func:`track_compiles` wrapped."""
+    api = _api_module()
+    for cls in (getattr(api, "_CellGraphExecutor", None), getattr(api, "_JitExecutor", None)) if api else ():
+        original = getattr(getattr(cls, "compile", None), "_msdebug_original", None)
+        if original is not None:
+            cls.compile = original
+
+
+def graph_compiled() -> bool:
+    """Whether a GRAPH-mode compile has happened in this process (settings MindSpore reads
+    once, like RDR's, are then fixed).
+
+    Sources: compiles seen since :func:`track_compiles`, and MindSpore's compile caches
+    for earlier ones (cells still alive, jit functions). False before MindSpore is imported.
+    """
+    global _compiled
+    if _compiled or not is_imported():
+        return _compiled
+    api = _api_module()
+    if api is None:
+        return False
+    track_compiles()
+    cells = getattr(api, "cells_compile_cache", {}) or {}
+    _compiled = bool(getattr(api, "ms_compile_cache", None)) or any(cells.values())
+    return _compiled
+
+
+_compiled = False
+
+
+def anf_ir_model(data: bytes):
+    """``data`` parsed as ``mindspore.irpb.ModelProto`` with MindSpore's own generated module
+    (``.pb`` files of RDR and save_graphs); None when MindSpore is not installed.
+
+    Raises
+    ------
+    ValueError
+        When the bytes are not a ModelProto.
+    """
+    try:
+        from mindspore.train import anf_ir_pb2
+    except ImportError:
+        return None
+    model = anf_ir_pb2.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError and RuntimeWarning-like errors
+        raise ValueError(str(error) or type(error).__name__) from None
+    return model

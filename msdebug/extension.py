@@ -12,6 +12,8 @@ from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
 from . import backend, completion
+from .dumpmagics import MAGIC_NAMES as DUMP_MAGICS
+from .dumpmagics import DumpMagics
 from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
 from .printmagics import CellCapture, PrintMagics
@@ -119,6 +121,7 @@ def load(shell) -> None:
     shell.configurables.append(prefs)
     shell.register_magics(MsDebugMagics)
     shell.register_magics(PrintMagics(shell, prefs.prints))
+    shell.register_magics(DumpMagics)
     completion.register(shell)
     shell.events.register("pre_run_cell", hold_during_cell)
     shell.events.register("post_run_cell", refresh_after_cell)
@@ -151,6 +154,7 @@ def unload(shell) -> None:
     if prefs is None:
         return
     backend.unwatch()
+    backend.untrack_compiles()
     completion.unregister(shell)
     for event, hook in (("pre_run_cell", hold_during_cell), ("post_run_cell", refresh_after_cell)):
         if hook in shell.events.callbacks[event]:
@@ -159,6 +163,8 @@ def unload(shell) -> None:
     for kind in ("line", "cell"):
         for name in ("mscontext", "msprint"):
             shell.magics_manager.magics[kind].pop(name, None)
+    for name in DUMP_MAGICS:
+        shell.magics_manager.magics["line"].pop(name, None)
     if prefs in shell.configurables:
         shell.configurables.remove(prefs)
     prefs.close()

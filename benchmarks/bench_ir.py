@@ -1,0 +1,123 @@
+"""Parsing a large ``.ir`` file against reading its lines, in the same run.
+
+The file is generated into a temporary directory (never committed) from the real 2.7.0
+kernel graph in ``tests/data``: its node blocks, renumbered, repeated into graphs of a few
+thousand nodes each, the shape a big network's dump has.
+
+Goal: ``msdebug.dumps.read_ir`` (the scan: graphs, op counts, headers) reaches at least
+0.3x the throughput of a bare ``for line in open(path, encoding="utf-8")`` loop. The time
+to parse every node of the largest graph is reported too.
+
+    python benchmarks/bench_ir.py [--mb 100] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from msdebug.dumps import read_ir  # noqa: E402
+
+NODES_PER_GRAPH = 4000
+
+
+def _template() -> tuple[str, list[str]]:
+    source = next((ROOT / "tests/data/rdr_mode2/rank_0/rdr").glob("SESSION.graph_build.0.*.ir"))
+    text = source.read_text(encoding="utf-8")
+    header = text[: text.index("subgraph attr:")]
+    body = text[text.index("{\n") + 2 : text.index("  Return(")]
+    blocks = re.split(r"(?m)^(?=  %\d+\()", body)
+    return header, [block for block in blocks if block.strip()]
+
+
+def generate(path: Path, megabytes: int) -> tuple[int, int]:
+    """Write the file; returns (graphs, nodes)."""
+    header, blocks = _template()
+    target = megabytes * 1_000_000
+    graphs = nodes = 0
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(header)
+        while out.tell() < target:
+            out.write(f"subgraph attr:\nsubgraph instance: kernel_graph{graphs} : 0x5601\n")
+            out.write(f"subgraph @kernel_graph{graphs}() {{\n")
+            for index in range(NODES_PER_GRAPH):
+                block = blocks[index % len(blocks)]
+                out.write(re.sub(r"^  %\d+", f"  %{index}", block, count=1))
+            out.write(f"  Return(%{NODES_PER_GRAPH - 1})\n}}\n\n")
+            graphs += 1
+            nodes += NODES_PER_GRAPH
+    return graphs, nodes
+
+
+def bare(path: Path) -> int:
+    lines = 0
+    with open(path, encoding="utf-8") as handle:
+        for _ in handle:
+            lines += 1
+    return lines
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=100, help="size of the generated file (default 100)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="msdebug-bench-ir-") as scratch:
+        path = Path(scratch) / "big.ir"
+        graphs, nodes = generate(path, args.mb)
+        size = path.stat().st_size
+        bare_times, parse_times = [], []
+        for _ in range(args.runs):  # interleaved, so both see the same machine load
+            start = time.perf_counter()
+            lines = bare(path)
+            bare_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            ir = read_ir(path)
+            parse_times.append(time.perf_counter() - start)
+        assert ir.node_count == nodes and len(ir.graphs) == graphs and ir.lines == lines
+        tracemalloc.start()
+        read_ir(path)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        start = time.perf_counter()
+        detailed = sum(1 for node in ir.graphs[0].nodes if node.scope)
+        one_graph = time.perf_counter() - start
+    bare_s, parse_s = statistics.median(bare_times), statistics.median(parse_times)
+    result = {
+        "file_mb": round(size / 1e6, 1),
+        "lines": lines,
+        "graphs": graphs,
+        "nodes": nodes,
+        "bare_read_s": round(bare_s, 3),
+        "read_ir_s": round(parse_s, 3),
+        "bare_mb_per_s": round(size / 1e6 / bare_s, 1),
+        "read_ir_mb_per_s": round(size / 1e6 / parse_s, 1),
+        "throughput_ratio": round(bare_s / parse_s, 2),
+        "goal": 0.3,
+        "peak_memory_mb": round(peak / 1e6, 1),
+        "nodes_of_one_graph_s": round(one_graph, 4),
+        "nodes_of_one_graph_with_scope": detailed,
+    }
+    print(
+        f"{result['file_mb']} MB, {lines} lines, {graphs} graphs, {nodes} nodes\n"
+        f"bare line read  {bare_s:.3f} s  ({result['bare_mb_per_s']} MB/s)\n"
+        f"read_ir         {parse_s:.3f} s  ({result['read_ir_mb_per_s']} MB/s)\n"
+        f"throughput ratio {result['throughput_ratio']}x (goal >= 0.3x); peak memory {result['peak_memory_mb']} MB\n"
+        f"every node of one {NODES_PER_GRAPH}-node graph: {one_graph:.4f} s"
+    )
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

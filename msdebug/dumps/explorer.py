@@ -1,0 +1,583 @@
+"""One object over an RDR tree, a save_graphs directory or a single ``.ir`` file.
+
+``msdebug.open_dump(path)`` returns an :class:`Explorer`; its methods return plain models
+that render themselves through :mod:`msdebug.views.dumps` (HTML in a notebook, text
+elsewhere). The summary only lists files; IR files are parsed when a view needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cells, graphs, rdr
+from .errors import DumpError, DumpFormatError
+from .ir import IrFile, IrNode, read_ir
+
+__all__ = [
+    "DumpSummary",
+    "Explorer",
+    "ExecOrderView",
+    "ExecRow",
+    "FileGroup",
+    "GraphDiff",
+    "GraphView",
+    "MemoryView",
+    "NodeRow",
+    "PbSummary",
+    "RankSummary",
+    "open_dump",
+]
+
+DEFAULT_LIMIT = 200
+
+
+class _Rendered:
+    """``_repr_html_`` and ``__repr__`` from the view functions named after the class."""
+
+    _view = ""
+
+    def _repr_html_(self) -> str:
+        from ..views import dumps as views
+
+        return getattr(views, f"html_{self._view}")(self)
+
+    def __repr__(self) -> str:
+        from ..views import dumps as views
+
+        return getattr(views, f"text_{self._view}")(self)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    kind: str
+    title: str
+    count: int
+    size: int
+
+
+@dataclass(frozen=True)
+class StageRow:
+    index: int | None
+    label: str
+    file: str
+    counter: int | None
+    size: int
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    rank: int | None
+    path: str
+    groups: tuple[FileGroup, ...]
+    stages: tuple[StageRow, ...]
+    graph_ids: tuple[int, ...]
+    first: str = ""
+    last: str = ""
+    unknown: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, repr=False)
+class DumpSummary(_Rendered):
+    """What a dump holds: per rank, files by kind with sizes, and the stages in pipeline order."""
+
+    kind: str  # "rdr", "graphs" or "ir"
+    path: str
+    ranks: tuple[RankSummary, ...]
+    files: int
+    size: int
+    hints: tuple[str, ...] = ()
+    _view = "summary"
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One IR node, ready to show."""
+
+    graph: str
+    id: str
+    name: str
+    op: str
+    scope: str
+    inputs: tuple[str, ...]
+    input_types: str
+    output_type: str
+    lineno: int
+    source: str  # "path:line" or ""
+    code: str  # the snippet MindSpore dumped, or the notebook cell's code
+    in_cell: bool
+
+
+@dataclass(frozen=True, repr=False)
+class GraphView(_Rendered):
+    """The nodes of one IR file, filtered by search text and op type, bounded."""
+
+    file: str
+    entry: str
+    graphs: tuple[tuple[str, int], ...]  # name, node count
+    total_nodes: int
+    op_counts: tuple[tuple[str, int], ...]
+    rows: tuple[NodeRow, ...]
+    matched: int
+    search: str = ""
+    op: str = ""
+    params: tuple[tuple[str, str], ...] = ()
+    _view = "graph"
+
+
+@dataclass(frozen=True)
+class ExecRow:
+    index: int
+    op: str
+    name: str
+    fullname: str
+    ir_file: str
+    ir_line: int | None
+    source: str
+    code: str
+    in_cell: bool
+    memory: int | None
+
+
+@dataclass(frozen=True, repr=False)
+class ExecOrderView(_Rendered):
+    """A graph's kernels in execution order, each linked to its IR node, source and memory."""
+
+    file: str
+    graph_id: int | None
+    rows: tuple[ExecRow, ...]
+    total: int
+    ir_file: str = ""
+    _view = "exec_order"
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    name: str
+    inputs: int
+    workspaces: int
+    outputs: int
+    total: int
+    count: tuple[int, int, int]
+
+
+@dataclass(frozen=True, repr=False)
+class MemoryView(_Rendered):
+    """Bytes per kernel (inputs, workspaces, outputs), largest first, with totals."""
+
+    file: str
+    rows: tuple[MemoryRow, ...]
+    total: int
+    totals: tuple[int, int, int]
+    _view = "memory"
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    change: str  # "appeared", "vanished", "changed"
+    op: str
+    key: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True, repr=False)
+class GraphDiff(_Rendered):
+    """Which nodes appeared, vanished or changed between two IR files (two passes)."""
+
+    before: str
+    after: str
+    counts: dict[str, int]
+    rows: tuple[DiffRow, ...]
+    nodes: tuple[int, int]
+    op_changes: tuple[tuple[str, int, int], ...] = ()
+    _view = "diff"
+
+
+@dataclass(frozen=True, repr=False)
+class PbSummary(_Rendered):
+    """A ``.pb`` graph (``mindspore.irpb.ModelProto``) read with MindSpore's anf_ir_pb2."""
+
+    file: str
+    graph: str
+    nodes: tuple[tuple[str, str, str], ...]  # name, op_type, full scope name
+    op_counts: tuple[tuple[str, int], ...]
+    available: bool = True
+    _view = "pb"
+
+
+# --------------------------------------------------------------------------- explorer
+
+
+class Explorer(_Rendered):
+    """An RDR tree, a save_graphs directory or one ``.ir`` file; ``repr`` shows the summary."""
+
+    _view = "summary"
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path).expanduser()
+        if not self.path.exists():
+            raise DumpError(f"{self.path}: no such file or directory")
+        self.tree: rdr.RdrTree | None = None
+        self.saved: graphs.GraphsDir | None = None
+        self.file: IrFile | None = None
+        self._ir_cache: dict[Path, IrFile] = {}
+        if self.path.is_file():
+            self.kind = "ir"
+            self.file = self._ir(self.path)
+            return
+        self.tree = rdr.find_rdr(self.path)
+        if self.tree is not None:
+            self.kind = "rdr"
+            return
+        self.saved = graphs.read_graphs_dir(self.path)
+        if not any(f.ext in ("ir", "pb", "dot") or f.family == "trace" for f in self.saved.files):
+            raise DumpError(
+                f"{self.path}: neither an RDR tree (rank_*/rdr/) nor a save_graphs directory (.ir files)"
+            )
+        self.kind = "graphs"
+
+    # -- the pieces every view uses
+
+    def _ir(self, path: Path) -> IrFile:
+        if path not in self._ir_cache:
+            self._ir_cache[path] = read_ir(path)
+        return self._ir_cache[path]
+
+    def _resolve(self, name: str | None, rank: int | None) -> Path:
+        """The IR file a person means by ``name``."""
+        if self.kind == "ir":
+            return self.path
+        if name is None:
+            raise DumpError("say which graph: a stage such as 'optimize', or a file name; see the summary")
+        if self.tree is not None:
+            return self.tree.rank(rank).find(name).path
+        return self.saved.find(name).path
+
+    def summary(self) -> DumpSummary:
+        """Files by kind, sizes and stages in pipeline order, per rank; nothing is parsed."""
+        if self.kind == "ir":
+            ir = self.file
+            size = self.path.stat().st_size
+            group = FileGroup("ir", "IR file", 1, size)
+            stage = StageRow(None, ir.entry, self.path.name, None, size)
+            rank = RankSummary(None, str(self.path), (group,), (stage,), ())
+            return DumpSummary("ir", str(self.path), (rank,), 1, size)
+        if self.tree is not None:
+            ranks = tuple(_rank_summary(r) for r in self.tree.ranks)
+            files = sum(len(r.files) + len(r.others) for r in self.tree.ranks)
+            size = sum(g.size for r in ranks for g in r.groups)
+            hints = ()
+            if not any(r.files for r in self.tree.ranks):
+                hints = ("no RDR file yet: mode 1 exports only when a run fails, mode 2 after each compile",)
+            return DumpSummary("rdr", str(self.tree.root), ranks, files, size, hints)
+        return _graphs_summary(self.saved)
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
+
+    def __repr__(self) -> str:
+        return repr(self.summary())
+
+    def graph(
+        self, name: str | None = None, search: str = "", op: str = "", rank: int | None = None, limit: int = DEFAULT_LIMIT
+    ) -> GraphView:
+        """The IR of one graph file: a stage (``'optimize'``), a label or a file name.
+
+        ``search`` matches node lines, names, scopes and source lines (case-insensitive);
+        ``op`` keeps one op type (``'PrimFunc_MatMul'``). At most ``limit`` nodes are shown.
+        """
+        path = self._resolve(name, rank)
+        ir = self._ir(path)
+        ops = ir.op_counts()
+        if op and op not in ops:
+            from ..keys import did_you_mean
+
+            raise DumpError(f"{path.name} has no {op!r} nodes." + did_you_mean(op, ops))
+        nodes = ir.find(search, op)
+        rows = tuple(_node_row(node) for node in nodes[:limit])
+        return GraphView(
+            file=str(path),
+            entry=ir.entry,
+            graphs=tuple((g.name, g.node_count) for g in ir.graphs),
+            total_nodes=ir.node_count,
+            op_counts=tuple(ops.most_common()),
+            rows=rows,
+            matched=len(nodes),
+            search=search,
+            op=op,
+            params=tuple(ir.params),
+        )
+
+    def exec_order(self, graph: int | None = None, rank: int | None = None, limit: int = DEFAULT_LIMIT) -> ExecOrderView:
+        """The kernels of graph ``graph`` (default: the first with kernels) in execution order."""
+        if self.tree is None:
+            raise DumpError(f"{self.path}: execution orders are in RDR trees only (SESSION.graph_exec_order.*)")
+        where = self.tree.rank(rank)
+        orders = where.of_kind("exec_order")
+        if graph is not None:
+            orders = [f for f in orders if f.graph_id == graph]
+            if not orders:
+                ids = ", ".join(str(f.graph_id) for f in where.of_kind("exec_order"))
+                raise DumpError(f"rank {where.rank} has no execution order of graph {graph}; it has graphs {ids or 'none'}")
+        if not orders:
+            raise DumpError(f"rank {where.rank} has no execution order (mode 1 without a failure exports none)")
+        order = None
+        for candidate in sorted(orders, key=lambda f: f.graph_id or 0):
+            order = rdr.read_exec_order(candidate.path)
+            if order.entries or graph is not None:
+                break
+        ir_path = next(
+            (f.path for f in where.of_kind("graph") if f.name == f"graph_build.{order.entries[0].graph_id if order.entries else -1}"),
+            None,
+        )
+        nodes = _kernel_nodes(self._ir(ir_path)) if ir_path else []
+        memory = {}
+        for mem in where.of_kind("memory"):
+            memory.update({k.name: k.total for k in rdr.read_memory(mem.path).kernels})
+        rows = []
+        for entry in order.entries[:limit]:
+            node = _take(nodes, entry)
+            source = node.source if node else None
+            code, in_cell = _code(source)
+            rows.append(
+                ExecRow(
+                    entry.index,
+                    entry.op,
+                    entry.name,
+                    node.scope if node else "",
+                    ir_path.name if ir_path and node else "",
+                    node.lineno if node else None,
+                    str(source) if source else "",
+                    code,
+                    in_cell,
+                    memory.get(node.scope) if node else None,
+                )
+            )
+        gid = order.entries[0].graph_id if order.entries else graph
+        return ExecOrderView(str(order.path), gid, tuple(rows), len(order.entries), str(ir_path or ""))
+
+    def memory(self, rank: int | None = None, limit: int = DEFAULT_LIMIT) -> MemoryView:
+        """Memory per kernel from the RDR memory address list, largest first."""
+        if self.tree is None:
+            raise DumpError(f"{self.path}: memory address lists are in RDR trees only")
+        where = self.tree.rank(rank)
+        files = where.of_kind("memory")
+        if not files:
+            raise DumpError(f"rank {where.rank} has no memory address list (RDR writes one in mode 2)")
+        listing = rdr.read_memory(files[0].path)
+        rows = tuple(
+            MemoryRow(
+                k.name,
+                k.input_bytes,
+                k.workspace_bytes,
+                k.output_bytes,
+                k.total,
+                (len(k.inputs), len(k.workspaces), len(k.outputs)),
+            )
+            for k in listing.largest_first()[:limit]
+        )
+        return MemoryView(str(files[0].path), rows, len(listing.kernels), listing.totals)
+
+    def diff(self, before: str, after: str, rank: int | None = None, limit: int = DEFAULT_LIMIT) -> GraphDiff:
+        """Nodes that appeared, vanished or changed between two IR files.
+
+        Nodes are matched by op and scope (their numbers change from pass to pass); a
+        matched node "changed" when its input or output types differ.
+        """
+        a_path, b_path = self._resolve(before, rank), self._resolve(after, rank)
+        a, b = self._ir(a_path), self._ir(b_path)
+        a_nodes, b_nodes = _keyed(a), _keyed(b)
+        rows: list[DiffRow] = []
+        counts = Counter()
+        for key in list(a_nodes) + [k for k in b_nodes if k not in a_nodes]:
+            old, new = a_nodes.get(key, []), b_nodes.get(key, [])
+            for x, y in zip(old, new, strict=False):
+                if (x.input_types, x.output_type) != (y.input_types, y.output_type):
+                    counts["changed"] += 1
+                    rows.append(DiffRow("changed", key[0], key[1], _short(x), _short(y)))
+            for x in old[len(new) :]:
+                counts["vanished"] += 1
+                rows.append(DiffRow("vanished", key[0], key[1], _short(x), ""))
+            for y in new[len(old) :]:
+                counts["appeared"] += 1
+                rows.append(DiffRow("appeared", key[0], key[1], "", _short(y)))
+        order = {"vanished": 0, "appeared": 1, "changed": 2}
+        rows.sort(key=lambda r: order[r.change])
+        ops_a, ops_b = a.op_counts(), b.op_counts()
+        op_changes = tuple(
+            (op, ops_a.get(op, 0), ops_b.get(op, 0)) for op in sorted(set(ops_a) | set(ops_b)) if ops_a.get(op) != ops_b.get(op)
+        )
+        for change in ("appeared", "vanished", "changed"):
+            counts.setdefault(change, 0)
+        return GraphDiff(
+            str(a_path), str(b_path), dict(counts), tuple(rows[:limit]), (a.node_count, b.node_count), op_changes
+        )
+
+    def pb(self, name: str, rank: int | None = None) -> PbSummary:
+        """A ``.pb`` graph file (RDR ``SESSION.graph_build.<gid>`` or ``ms_output_*``)."""
+        from .. import backend
+
+        if self.tree is not None:
+            path = self.tree.rank(rank).find(name, kinds=("graph_pb",)).path
+        elif self.saved is not None:
+            matches = [f for f in self.saved.files if f.ext == "pb" and name in f.relative]
+            if len(matches) != 1:
+                raise DumpError(f"{name!r} matches {len(matches)} .pb files in {self.path}")
+            path = matches[0].path
+        else:
+            raise DumpError(f"{self.path} is a single IR file")
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
+        try:
+            model = backend.anf_ir_model(data)
+        except ValueError as error:
+            raise DumpFormatError(f"{path}: not a mindspore.irpb.ModelProto ({error})") from None
+        if model is None:
+            return PbSummary(str(path), "", (), (), available=False)
+        nodes = tuple((n.name, n.op_type, n.full_name) for n in model.graph.node)
+        ops = Counter(op for _, op, _ in nodes)
+        return PbSummary(str(path), model.graph.name, nodes, tuple(ops.most_common()))
+
+    def files(self, kind: str | None = None, rank: int | None = None) -> list[Path]:
+        """Paths of the dump's files, of one kind (see the summary) if given."""
+        if self.tree is not None:
+            where = self.tree.rank(rank)
+            return [f.path for f in where.files if kind is None or f.kind == kind]
+        if self.saved is not None:
+            return [f.path for f in self.saved.files if kind is None or f.family == kind]
+        return [self.path]
+
+
+def open_dump(path: str | os.PathLike) -> Explorer:
+    """An explorer of the RDR tree, save_graphs directory or ``.ir`` file at ``path``.
+
+    Raises
+    ------
+    DumpError
+        When there is nothing there that msdebug can read; the message names the path.
+    """
+    return Explorer(path)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _rank_summary(where: rdr.RdrRank) -> RankSummary:
+    by_kind: dict[str, list[rdr.RdrFile]] = {}
+    for f in where.files:
+        by_kind.setdefault(f.kind, []).append(f)
+    groups = tuple(
+        FileGroup(kind, title, len(by_kind[kind]), sum(f.size for f in by_kind[kind]))
+        for kind, title in rdr.KINDS.items()
+        if kind in by_kind
+    )
+    if where.others:
+        sizes = sum(_size(p) for p in where.others)
+        groups += (FileGroup("unknown", "files RDR does not write", len(where.others), sizes),)
+    stages = tuple(
+        StageRow(f.stage[0] if f.stage else None, f.label, f.path.name, f.counter, f.size) for f in where.stages()
+    )
+    times = sorted(f.timestamp for f in where.files)
+    when = {t: rdr.RdrFile(Path(), "", "", t, None, "", 0).when for t in (times[:1] + times[-1:])}
+    return RankSummary(
+        where.rank,
+        str(where.path),
+        groups,
+        stages,
+        tuple(where.graph_ids()),
+        when.get(times[0], "") if times else "",
+        when.get(times[-1], "") if times else "",
+        tuple(p.name for p in where.others),
+    )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _graphs_summary(saved: graphs.GraphsDir) -> DumpSummary:
+    by_family: dict[str, list[graphs.GraphFile]] = {}
+    for f in saved.files:
+        by_family.setdefault(f.family, []).append(f)
+    groups = tuple(
+        FileGroup(family, title, len(by_family[family]), sum(f.size for f in by_family[family]))
+        for family, title in graphs.FAMILIES.items()
+        if family in by_family
+    )
+    stages = tuple(
+        StageRow(f.stage[0] if f.stage else None, f.stem, f.relative, f.counter, f.size) for f in saved.family("stage")
+    )
+    ids = sorted({f.graph_id for f in saved.files if f.family == "kernel_graph" and f.graph_id is not None})
+    rank = RankSummary(None, str(saved.root), groups, stages, tuple(ids))
+    size = sum(f.size for f in saved.files)
+    return DumpSummary("graphs", str(saved.root), (rank,), len(saved.files), size)
+
+
+def _code(source) -> tuple[str, bool]:
+    if source is None:
+        return "", False
+    cell = cells.cell_code(source.path, source.line, source.end_line)
+    if cell is not None:
+        return cell, True
+    return source.code.strip(), False
+
+
+def _node_row(node: IrNode) -> NodeRow:
+    source = node.source
+    code, in_cell = _code(source)
+    return NodeRow(
+        node.graph,
+        node.id,
+        node.name,
+        node.op,
+        node.scope,
+        tuple(node.inputs),
+        node.input_types,
+        node.output_type,
+        node.lineno,
+        str(source) if source else "",
+        code,
+        in_cell,
+    )
+
+
+def _kernel_nodes(ir: IrFile) -> list[IrNode]:
+    return [node for node in ir.nodes()]
+
+
+def _take(nodes: list[IrNode], entry: rdr.ExecEntry) -> IrNode | None:
+    """The first unclaimed IR node with the kernel's debug name and op (or op alone)."""
+    for wanted in (lambda n: n.name == entry.name and n.op == entry.op, lambda n: n.op == entry.op):
+        for i, node in enumerate(nodes):
+            if wanted(node):
+                return nodes.pop(i)
+    return None
+
+
+_OP_NUMBER = re.compile(r"-op\d+$")
+
+
+def _keyed(ir: IrFile) -> dict[tuple[str, str], list[IrNode]]:
+    """Nodes by op and scope, the scope's ``-opN`` dropped: passes renumber it (and debug
+    names, so nodes without a scope are matched by op alone, in order)."""
+    keyed: dict[tuple[str, str], list[IrNode]] = {}
+    for node in ir.nodes():
+        keyed.setdefault((node.op, _OP_NUMBER.sub("", node.scope)), []).append(node)
+    return keyed
+
+
+def _short(node: IrNode) -> str:
+    text = f"{node.id} = {node.text}"
+    return f"{text[:160]}…" if len(text) > 160 else text

@@ -1,0 +1,495 @@
+"""The ``.ir`` text format MindSpore writes for RDR and save_graphs.
+
+One pass over the lines, dispatching on their first characters; the details of a node
+(its inputs, output shape, source locations) are parsed only when asked for, so a file of
+hundreds of megabytes reads at a good fraction of the speed of reading its lines.
+
+Layout (MindSpore 2.7.0 and 2.10)::
+
+    # IR entry: @graph                       header lines, in any order
+    # Total subgraphs: 3
+    # Attrs: / key: value
+    # Total params: 3 / # Params: / %para1_x: <abstract>
+    Total number of nodes: 51 / Total number of cnodes: 21
+    subgraph attr: ... / subgraph instance: ... / # In file ...
+    subgraph @graph(%para1_x) {
+      %0(name) = Op(%para1_x, ...) {instance name: ...} primitive_attrs: {...} cnode_attrs: {...}
+          : (<inputs>) -> (<output>)
+          # Fullname with scope: (Default/Op-op0)       (# Scope: in front-end files)
+          # In file /path.py:12~14, 8~20/    code/
+      Return(%0)
+    }
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from .errors import DumpError, DumpFormatError
+
+__all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
+
+_CALLEE = re.compile(r"(call @[^\s(]+|%\d+|[^\s(\[]+)")
+_REFERENCE = re.compile(r"(?<![\w$@])(%para\d+_[^\s,()\[\]{}]+|%\d+|@[^\s,()\[\]{}]+)")
+_LOCATION = re.compile(
+    r"# In file (?P<path>.+?):(?P<line>\d+)(?:~(?P<end>\d+))?(?:, (?P<c1>\d+)~(?P<c2>\d+))?/(?P<code>.*?)/(?:<~~.*)?$"
+)
+_TENSOR = re.compile(r"<(?:Ref\[)?Tensor\[(\w+)\]\]?, \(([^)]*)\)")
+_INSTALLED = ("/site-packages/", "/dist-packages/")
+
+# How much of a file's start decides whether it is text at all.
+_SNIFF = 8192
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """One ``# In file path:line[~end], col~col/code/`` line."""
+
+    path: str
+    line: int
+    end_line: int
+    columns: tuple[int, int] | None
+    code: str
+
+    @property
+    def installed(self) -> bool:
+        """Whether the file belongs to an installed package (MindSpore's own layers, say)."""
+        return any(part in self.path for part in _INSTALLED)
+
+    def __str__(self) -> str:
+        span = f"{self.line}~{self.end_line}" if self.end_line != self.line else str(self.line)
+        return f"{self.path}:{span}"
+
+    @classmethod
+    def parse(cls, text: str) -> SourceLocation | None:
+        match = _LOCATION.search(text)
+        if match is None:
+            return None
+        line = int(match["line"])
+        columns = (int(match["c1"]), int(match["c2"])) if match["c1"] else None
+        return cls(match["path"], line, int(match["end"] or line), columns, match["code"])
+
+
+class IrNode:
+    """One CNode line and its continuation lines.
+
+    ``op`` is the primitive (``PrimFunc_MatMul``, ``Load``) or ``call`` for calls of a
+    graph or of a value; ``callee`` then says which (``@graph`` or ``%10``). The
+    continuation lines are kept as they are and read when a property needs them.
+    """
+
+    __slots__ = ("index", "name", "graph", "lineno", "text", "block", "_op", "_details")
+
+    def __init__(self, index: int, name: str, text: str, block: str, graph: str, lineno: int) -> None:
+        self.index = index
+        self.name = name
+        self.text = text
+        self.block = block
+        self.graph = graph
+        self.lineno = lineno
+        self._op: tuple[str, str] | None = None
+        self._details: tuple[str, str, tuple[str, ...]] | None = None
+
+    def _callee(self) -> tuple[str, str]:
+        if self._op is None:
+            match = _CALLEE.match(self.text)
+            callee = match.group(1) if match else self.text[:40]
+            if callee.startswith("call @"):
+                self._op = ("call", callee[5:])
+            elif callee.startswith("%"):
+                self._op = ("call", callee)
+            else:
+                self._op = (callee, "")
+        return self._op
+
+    @property
+    def op(self) -> str:
+        return self._callee()[0]
+
+    @property
+    def callee(self) -> str:
+        return self._callee()[1]
+
+    def _parse_block(self) -> tuple[str, str, tuple[str, ...]]:
+        if self._details is None:
+            abstract = scope = ""
+            where = []
+            for line in self.block.splitlines():
+                body = line.strip()
+                if body.startswith(":"):
+                    if not abstract:
+                        abstract = body[1:].strip()
+                elif body.startswith("# In file "):
+                    where.append(body)
+                elif body.startswith(("# Fullname with scope: (", "# Scope: (")):
+                    scope = body[body.index("(") + 1 : -1]
+            self._details = (abstract, scope, tuple(where))
+        return self._details
+
+    @property
+    def abstract(self) -> str:
+        """``(<inputs>) -> (<output>)`` as dumped; '' when the dump has none."""
+        return self._parse_block()[0]
+
+    @property
+    def scope(self) -> str:
+        """``Default/dense-Dense/MatMul-op0`` (``# Fullname with scope`` or ``# Scope``)."""
+        return self._parse_block()[1]
+
+    @property
+    def id(self) -> str:
+        """``%3``, as other nodes of the same graph refer to it."""
+        return f"%{self.index}"
+
+    @property
+    def inputs(self) -> list[str]:
+        """Nodes, parameters and graphs this node uses: ``['%para1_x', '%0', '@graph']``."""
+        op, callee = self._callee()
+        if op == "call" and callee.startswith("%"):  # the called value is an input too
+            rest = self.text[len(callee) :]
+            return [callee, *(r for r in _REFERENCE.findall(rest) if r != "@FuncUnion")]
+        start = self.text.find("(")
+        return _REFERENCE.findall(self.text[start + 1 :]) if start >= 0 else []
+
+    @property
+    def input_types(self) -> str:
+        """The input abstracts, ``(<Tensor[Float32], (1, 3)>, ...)``; '' when not dumped."""
+        abstract = self.abstract
+        return abstract.rpartition(" -> ")[0] if " -> " in abstract else ""
+
+    @property
+    def output_type(self) -> str:
+        """The output abstract, ``(<Tensor[Float32], (1, 2)>)``; '' when not dumped."""
+        abstract = self.abstract
+        return abstract.rpartition(" -> ")[2] if " -> " in abstract else abstract
+
+    @property
+    def output_dtype(self) -> str:
+        match = _TENSOR.search(self.output_type)
+        return match.group(1) if match else ""
+
+    @property
+    def output_shape(self) -> tuple[int, ...] | None:
+        match = _TENSOR.search(self.output_type)
+        if match is None:
+            return None
+        parts = [p for p in match.group(2).replace(" ", "").split(",") if p]
+        try:
+            return tuple(int(p) for p in parts)
+        except ValueError:  # dynamic shapes print as -1 or names
+            return None
+
+    @property
+    def sources(self) -> list[SourceLocation]:
+        """Every ``# In file`` line, outermost call first."""
+        return [loc for loc in map(SourceLocation.parse, self._parse_block()[2]) if loc is not None]
+
+    @property
+    def source(self) -> SourceLocation | None:
+        """The innermost location outside installed packages (the person's own line), else the
+        innermost one."""
+        sources = self.sources
+        for loc in reversed(sources):
+            if not loc.installed:
+                return loc
+        return sources[-1] if sources else None
+
+    def matches(self, needle: str) -> bool:
+        """Whether the lower-case ``needle`` occurs in the node's line, name or continuation."""
+        return needle in self.text.lower() or needle in self.name.lower() or needle in self.block.lower()
+
+    def signature(self) -> str:
+        """What the node computes, without its number: for comparing two passes."""
+        return f"{self.op} {self.text} {self.output_type}"
+
+    def __repr__(self) -> str:
+        return f"<IrNode {self.graph}:{self.id}({self.name}) {self.op} line {self.lineno}>"
+
+
+class IrGraph:
+    """One ``subgraph @name(...) { ... }`` block.
+
+    The scan that finds it keeps only where it is and which ops it uses; its nodes are
+    parsed from the file the first time :attr:`nodes` is asked for.
+    """
+
+    def __init__(self, name: str, params: str, lineno: int, location: str, start: int, loader) -> None:
+        self.name = name
+        self.params = params
+        self.lineno = lineno
+        self.location = location
+        self.returns = ""
+        self.parent = ""  # the graph this one is nested in ("parent: [subgraph @...]")
+        self.closed = False
+        self.start = start  # byte offsets of the block in the file
+        self.end = start
+        self.raw_ops: list[bytes] = []  # each node's callee as the scan saw it
+        self._loader = loader
+        self._nodes: list[IrNode] | None = None
+
+    @property
+    def node_count(self) -> int:
+        return len(self.raw_ops)
+
+    @property
+    def op_counts(self) -> Counter:
+        """How often each op occurs in this graph (``call`` for calls of graphs and values)."""
+        counts: Counter = Counter()
+        for raw, number in Counter(self.raw_ops).items():
+            counts[_op_name(raw)] += number
+        return counts
+
+    @property
+    def nodes(self) -> list[IrNode]:
+        if self._nodes is None:
+            text = self._loader(self.start, self.end).decode("utf-8", "replace")
+            nodes, lineno, position = [], self.lineno, 0
+            for match in _NODE_BLOCK.finditer(text):
+                lineno += text.count("\n", position, match.start())
+                position = match.start()
+                index, name, body, block = match.group(1, 2, 3, 4)
+                nodes.append(IrNode(int(index), name, body, block, self.name, lineno))
+            self._nodes = nodes
+        return self._nodes
+
+    @property
+    def source(self) -> SourceLocation | None:
+        """Where the function behind the graph is defined, when dumped."""
+        return SourceLocation.parse(self.location) if self.location else None
+
+    def __repr__(self) -> str:
+        return f"<IrGraph @{self.name}: {self.node_count} nodes, line {self.lineno}>"
+
+
+@dataclass
+class IrFile:
+    """A parsed ``.ir`` file."""
+
+    path: str
+    entry: str = ""
+    total_subgraphs: int | None = None
+    total_nodes: int | None = None
+    total_cnodes: int | None = None
+    params: list[tuple[str, str]] = field(default_factory=list)
+    attrs: dict[str, str] = field(default_factory=dict)
+    graphs: list[IrGraph] = field(default_factory=list)
+    lines: int = 0
+    size: int = 0
+    _loader: Callable[[int, int], bytes] | None = field(default=None, repr=False, compare=False)
+
+    def nodes(self) -> Iterator[IrNode]:
+        for graph in self.graphs:
+            yield from graph.nodes
+
+    @property
+    def node_count(self) -> int:
+        """CNodes in the graph bodies (``Total number of cnodes`` counts Return lines too)."""
+        return sum(graph.node_count for graph in self.graphs)
+
+    def op_counts(self) -> Counter:
+        """How often each op occurs, most common first."""
+        total: Counter = Counter()
+        for graph in self.graphs:
+            total.update(graph.op_counts)
+        return total
+
+    def graph(self, name: str) -> IrGraph:
+        for graph in self.graphs:
+            if graph.name == name or graph.name == name.lstrip("@"):
+                return graph
+        raise KeyError(name)
+
+    def find(self, text: str = "", op: str = "") -> list[IrNode]:
+        """Nodes whose line, name, scope or source contains ``text`` and whose op is ``op``."""
+        needle = text.lower()
+        return [node for node in self.nodes() if (not op or node.op == op) and (not needle or node.matches(needle))]
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes, or text that is not UTF-8 (allowing a character cut at the end)."""
+    if b"\0" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return error.start < len(head) - 4
+    return False
+
+
+# The scan matches only the lines that give a file its shape; the regex engine skips the
+# rest (node continuation lines, device formats, attributes) without a Python-level step.
+# Every pattern starts with the newline before its line: a literal prefix lets the engine
+# jump between candidates, several times faster than ^ with re.M.
+_SCAN = re.compile(
+    rb"\n(?:"
+    rb"subgraph @(?P<graph>[^\n]*)"
+    rb"|(?P<close>\})"
+    rb"|  (?P<ret>Return\([^\n]*)"
+    rb"|# IR entry: @(?P<entry>[^\n]*)"
+    rb"|# Total subgraphs: (?P<subgraphs>\d+)"
+    rb"|Total number of nodes: (?P<nodes>\d+)"
+    rb"|Total number of cnodes: (?P<cnodes>\d+)"
+    rb"|(?P<param>%para\d+_[^:\n]*): (?P<abstract>[^\n]*)"
+    rb"|(?P<where># In file [^\n]*)"
+    rb"|# (?P<attrs>Attrs:)"
+    rb")"
+)
+_OPS = re.compile(rb"\n  %\d+\([^)\n]*\) = (call @|%\d|[^\s(\[]+)")
+_ATTR = re.compile(rb"\n([A-Za-z_][\w.-]*): ([^\n]*)")
+_NODE_BLOCK = re.compile(r"^  %(\d+)\(([^)\n]*)\) = ([^\n]*)\n((?:      [^\n]*\n)*)", re.M)
+_CHUNK = 1 << 22
+
+
+def _op_name(raw: bytes) -> str:
+    return "call" if raw[:1] == b"%" or raw == b"call @" else raw.decode("utf-8", "replace")
+
+
+class _Scan:
+    """State carried from one chunk to the next."""
+
+    def __init__(self, ir: IrFile) -> None:
+        self.ir = ir
+        self.graph: IrGraph | None = None
+        self.location = ""
+        self.lineno = 1  # of the line after the newline a chunk starts with
+        self.found = False
+
+    def close_graph(self, end: int) -> None:
+        self.graph.end = end
+        self.graph = None
+
+    def chunk(self, data: bytes, base: int) -> None:
+        """Scan ``data``, which starts with a newline at file offset ``base`` and holds whole lines."""
+        ir, count, position, lineno = self.ir, data.count, 0, self.lineno
+        for match in _SCAN.finditer(data):
+            self.found = True
+            start = match.start()
+            lineno += count(b"\n", position + 1, start + 1)
+            if self.graph is not None:
+                self.graph.raw_ops += _OPS.findall(data, position, start)
+            position = start
+            kind = match.lastindex
+            if kind == 1:
+                if self.graph is not None:  # a graph without "}" before the next one
+                    self.close_graph(base + start + 1)
+                name, _, params = match.group(1).decode("utf-8", "replace").partition("(")
+                name, _, parent = name.partition(" parent: [subgraph @")
+                self.graph = IrGraph(name, params.rsplit(")", 1)[0], lineno, self.location, base + start + 1, ir._loader)
+                self.graph.parent = parent.rstrip("]")
+                ir.graphs.append(self.graph)
+                self.location = ""
+            elif kind == 2:
+                if self.graph is not None:
+                    self.graph.closed = True
+                    self.close_graph(base + match.end())
+            elif kind == 3:
+                if self.graph is not None:
+                    self.graph.returns = match.group(3).decode("utf-8", "replace").strip()
+            elif kind == 4:
+                ir.entry = match.group(4).decode("utf-8", "replace").strip()
+            elif kind == 5:
+                ir.total_subgraphs = int(match.group(5))
+            elif kind == 6:
+                ir.total_nodes = int(match.group(6))
+            elif kind == 7:
+                ir.total_cnodes = int(match.group(7))
+            elif kind == 9:
+                if self.graph is None:
+                    name, abstract = match.group(8, 9)
+                    ir.params.append((name.decode("utf-8", "replace"), abstract.decode("utf-8", "replace")))
+            elif kind == 10:
+                if self.graph is None:
+                    self.location = match.group(10).decode("utf-8", "replace")
+            elif kind == 11:
+                end = data.find(b"\n\n", match.end())
+                for key, value in _ATTR.findall(data, match.end(), end if end >= 0 else len(data)):
+                    ir.attrs[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+        if self.graph is not None:
+            self.graph.raw_ops += _OPS.findall(data, position)
+        self.lineno = lineno + count(b"\n", position + 1) + 1
+
+
+def _scan(chunks: Iterable[bytes], path: str, loader: Callable[[int, int], bytes]) -> IrFile:
+    ir = IrFile(path, _loader=loader)
+    scan = _Scan(ir)
+    data, base, size = b"\n", -1, 0  # a newline in front of line 1, at offset -1
+    for piece in chunks:
+        size += len(piece)
+        data += piece
+        cut = data.rfind(b"\n")
+        if cut > 0:
+            scan.chunk(data[:cut], base)
+            data, base = data[cut:], base + cut
+    scan.chunk(data, base)
+    if scan.graph is not None:
+        scan.close_graph(size)
+    # The last chunk has no newline after it: one line fewer, and none for a final newline.
+    ir.lines, ir.size = scan.lineno - (2 if data.endswith(b"\n") else 1), size
+    if not size:
+        raise DumpFormatError(f"{path}: empty file, not a MindSpore IR dump")
+    if not scan.found:
+        raise DumpFormatError(f"{path}: not a MindSpore IR dump (no IR line in its {ir.lines} lines)")
+    graphs = ir.graphs
+    if graphs and not graphs[-1].closed:
+        last = graphs[-1]
+        raise DumpFormatError(
+            f"{path}: cut short: subgraph @{last.name} opened at line {last.lineno} is not closed "
+            f"when the file ends at line {ir.lines}"
+        )
+    return ir
+
+
+def parse_ir(text: str | bytes, path: str = "<string>") -> IrFile:
+    """Parse the text of one ``.ir`` file (see :func:`read_ir` for files on disk).
+
+    Lines it does not know are skipped, so newer MindSpore versions still read.
+
+    Raises
+    ------
+    DumpFormatError
+        When nothing in it is IR, or the last graph is never closed (a file cut short).
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    return _scan([data], path, lambda start, end: data[start:end])
+
+
+def read_ir(path: str | os.PathLike) -> IrFile:
+    """Read and parse one ``.ir`` file, streaming it in chunks (UTF-8; bad bytes become U+FFFD).
+
+    Graph bodies are read again, from the file, when their nodes are first asked for.
+
+    Raises
+    ------
+    DumpError
+        When the file cannot be opened.
+    DumpFormatError
+        When it is binary, empty, or cut short; the message names the file.
+    """
+    name = os.fspath(path)
+
+    def loader(start: int, end: int) -> bytes:
+        try:
+            with open(name, "rb") as handle:
+                handle.seek(start)
+                return handle.read(end - start)
+        except OSError as error:
+            raise DumpError(f"{name}: cannot read it any more ({error.strerror or error})") from None
+
+    try:
+        with open(name, "rb") as handle:
+            head = handle.read(_SNIFF)
+            if looks_binary(head):
+                raise DumpFormatError(f"{name}: binary data, not a MindSpore IR text dump")
+            chunks = iter(lambda: handle.read(_CHUNK), b"")
+            return _scan(_prepend(head, chunks), name, loader)
+    except OSError as error:
+        raise DumpError(f"{name}: cannot read it ({error.strerror or error})") from None
+
+
+def _prepend(head: bytes, rest: Iterable[bytes]) -> Iterator[bytes]:
+    yield head
+    yield from rest
