@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -288,16 +287,15 @@ def model(state, capture: bool | None = None) -> PanelModel:
 # Issue 5 brings msdebug.envconfig; until then the panel checks the rdr section itself.
 # check_rdr is the one place to point at it later.
 
-_RDR_PATH_CHARS = re.compile(r"[A-Za-z0-9\-_./]*")
 
 
 def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
-    """The ``rdr`` section of env_config.json, checked as MindSpore 1.6-2.7.0 checks it.
+    """The ``rdr`` section of env_config.json, checked by :class:`msdebug.envconfig.EnvConfig`
+    with MindSpore's own rules (1.6-2.7.0).
 
-    MindSpore only logs a warning for a wrong value and silently uses its default
-    (``enable`` false, ``mode`` 1, ``path`` the working directory); here a wrong value is
-    an error instead. An empty ``path`` is left out (MindSpore then writes below the
-    working directory).
+    MindSpore only logs a warning for a wrong value and silently uses its default; here a
+    wrong value is an error instead. An empty ``path`` is left out (MindSpore then writes
+    below the working directory).
 
     Raises
     ------
@@ -305,27 +303,9 @@ def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
         For a non-boolean ``enable``, a ``mode`` other than 1 or 2, or a path that is not
         absolute, too long, or uses characters other than ``A-Z a-z 0-9 - _ . /``.
     """
-    if not isinstance(enable, bool):
-        raise InvalidValueError(f"rdr enable: expected true or false, got {enable!r}.")
-    if isinstance(mode, bool) or mode not in (1, 2):
-        raise InvalidValueError(f"rdr mode: expected 1 (exceptional: on failure) or 2 (normal: also at exit), got {mode!r}.")
-    section: dict[str, Any] = {"enable": enable, "mode": mode}
-    if path:
-        if not isinstance(path, str):
-            raise InvalidValueError(f"rdr path: expected a string, got {path!r}.")
-        if not path.startswith("/"):
-            raise InvalidValueError(f"rdr path: MindSpore only accepts an absolute path starting with '/', got {path!r}.")
-        if len(path) > 1024:
-            raise InvalidValueError(f"rdr path: at most 1024 characters, got {len(path)}.")
-        if not _RDR_PATH_CHARS.fullmatch(path):
-            bad = sorted(set(_RDR_PATH_CHARS.sub("", path)))
-            raise InvalidValueError(
-                f"rdr path: only letters, digits and - _ . / are allowed; {path!r} has {''.join(bad)!r}."
-            )
-        if any(len(part) > 255 for part in path.split("/")):
-            raise InvalidValueError("rdr path: each directory name may have at most 255 characters.")
-        section["path"] = path
-    return section
+    from .envconfig import EnvConfig
+
+    return EnvConfig(rdr_enable=enable, rdr_mode=mode, rdr_path=path or None).to_dict()["rdr"]
 
 
 def read_rdr(path: str) -> tuple[dict[str, Any], str]:

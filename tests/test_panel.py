@@ -156,4 +156,4 @@ def test_the_rdr_section_is_written_to_a_new_file_where_rdr_exists(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith(path.rsplit("/", 1)[1])
-    assert json.load(open(path)) == {"rdr": {"enable": True, "mode": 2, "path": str(tmp_path)}}
+    assert json.load(open(path)) == {"rdr": {"enable": True, "mode": 2, "path": f"{tmp_path}/"}}
