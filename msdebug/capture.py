@@ -239,9 +239,45 @@ def _create(path: str, mode: str = "xb") -> BinaryIO:
         raise PrintCaptureError(f"cannot create the print file {path}: {error.strerror}.") from None
 
 
-# --------------------------------------------------------------------------- capture
+# --------------------------------------------------------------------------- fd 1
 
 _lock = threading.RLock()
+
+
+class _Fd1:
+    """fd 1 onto ``sink`` (wurlitzer: flushes C stdio, puts fd 1 back) and ``sys.stdout``
+    replaced, together; :meth:`stop` undoes both, after MindSpore's queue has finished."""
+
+    def __init__(self, sink: BinaryIO) -> None:
+        self.sink = sink
+        self.stdout: Any = None
+        self.replacement: Any = None
+        self._pipes = None
+
+    def start(self, make_stdout) -> None:
+        """``make_stdout(previous)`` builds the ``sys.stdout`` of the redirection."""
+        import wurlitzer
+
+        with _lock:
+            self.stdout = sys.stdout
+            _flush(self.stdout)
+            replacement = make_stdout(self.stdout)
+            self._pipes = wurlitzer.pipes(stdout=self.sink, stderr=None, encoding=None)
+            self._pipes.__enter__()
+            self.replacement = sys.stdout = replacement
+
+    def stop(self) -> str:
+        """Undo :meth:`start`; returns a note if finishing MindSpore's queue went wrong."""
+        _flush(self.replacement)
+        note = _synchronize()
+        with _lock:
+            if sys.stdout is self.replacement:
+                sys.stdout = self.stdout
+            self._pipes.__exit__(None, None, None)
+        return note
+
+
+# --------------------------------------------------------------------------- capture
 _open_captures = 0
 _deferred: list = []  # print-file switches waiting for the open captures to end
 
@@ -283,47 +319,37 @@ class PrintCapture:
         self.show = show
         self.path = ""
         self.log: PrintLog | None = None
-        self._sink: BinaryIO | None = None
-        self._pipes = None
-        self._stdout: Any = None
+        self._fd1: _Fd1 | None = None
         self._writer: _FdWriter | None = None
 
     def __enter__(self) -> PrintCapture:
-        import wurlitzer
-
+        global _open_captures
+        if self.file is not None:
+            # Straight into the new file, which is then read back like the memory file.
+            self.path = resolve_print_file(self.file)
+            sink = _create(self.path, "xb+")
+        else:
+            sink = _memory_file()
+        self._fd1 = _Fd1(sink)
+        self._writer = _FdWriter(1)
+        try:
+            self._fd1.start(lambda previous: self._writer)
+        except BaseException:
+            sink.close()
+            raise
         with _lock:
-            if self.file is not None:
-                # Straight into the new file, which is then read back like the memory file.
-                self.path = resolve_print_file(self.file)
-                self._sink = _create(self.path, "xb+")
-            else:
-                self._sink = _memory_file()
-            self._stdout = sys.stdout
-            _flush(sys.stdout)
-            self._pipes = wurlitzer.pipes(stdout=self._sink, stderr=None, encoding=None)
-            try:
-                self._pipes.__enter__()
-            except BaseException:
-                self._sink.close()
-                raise
-            self._writer = _FdWriter(1)
-            sys.stdout = self._writer
-            global _open_captures
             _open_captures += 1
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        self._writer.flush()
-        note = _synchronize()
-        with _lock:
-            if sys.stdout is self._writer:
-                sys.stdout = self._stdout
-            try:
-                self._pipes.__exit__(None, None, None)
-            finally:
-                raw = _contents(self._sink)
-                self._sink.close()
-                global _open_captures
+        global _open_captures
+        sink = self._fd1.sink
+        try:
+            note = self._fd1.stop()
+        finally:
+            raw = _contents(sink)
+            sink.close()
+            with _lock:
                 _open_captures -= 1
                 waiting = _deferred[:] if not _open_captures else []
                 del _deferred[: len(waiting)]
@@ -387,33 +413,27 @@ class PrintFile:
 
     def __init__(self, path: str, handle: BinaryIO) -> None:
         self.path = path
-        self._handle = handle
+        self._fd1 = _Fd1(handle)
         self._screen_copy = None
-        self._pipes = None
+        self._started = False
 
     def start(self) -> None:
-        import wurlitzer
+        try:
+            self._fd1.start(self._router)
+        except BaseException:
+            self._close_copy()
+            self._fd1.sink.close()
+            raise
+        self._started = True
 
-        with _lock:
-            _flush(sys.stdout)
-            self._screen = sys.stdout
-            if _fileno(self._screen) == 1:
-                # Plain Python and terminal IPython: the screen *is* fd 1, which is about to
-                # point at the file; other output keeps going to a copy of the screen's fd.
-                self._screen_copy = io.TextIOWrapper(
-                    io.FileIO(os.dup(1), "w"), encoding=getattr(self._screen, "encoding", None) or "utf-8",
-                    line_buffering=True,
-                )
-            self._pipes = wurlitzer.pipes(stdout=self._handle, stderr=None, encoding=None)
-            try:
-                self._pipes.__enter__()
-            except BaseException:
-                self._pipes = None
-                self._close_copy()
-                self._handle.close()
-                raise
-            self._router = _PrintRouter(self._screen_copy or self._screen)
-            sys.stdout = self._router
+    def _router(self, screen: Any) -> _PrintRouter:
+        if _fileno(screen) == 1:
+            # Plain Python and terminal IPython: the screen *is* fd 1, which is about to
+            # point at the file; other output keeps going to a copy of the screen's fd.
+            self._screen_copy = io.TextIOWrapper(
+                io.FileIO(os.dup(1), "w"), encoding=getattr(screen, "encoding", None) or "utf-8", line_buffering=True
+            )
+        return _PrintRouter(self._screen_copy or screen)
 
     def _close_copy(self) -> None:
         if self._screen_copy is not None:
@@ -422,18 +442,12 @@ class PrintFile:
             self._screen_copy = None
 
     def close(self) -> None:
-        if self._pipes is None:  # never started: only the file to close
-            self._handle.close()
-            return
-        _synchronize()
-        with _lock:
-            if sys.stdout is self._router:
-                sys.stdout = self._screen
-            try:
-                self._pipes.__exit__(None, None, None)
-            finally:
-                self._handle.close()
-                self._close_copy()
+        try:
+            if self._started:  # a switch that never ran has only the file to close
+                self._fd1.stop()
+        finally:
+            self._fd1.sink.close()
+            self._close_copy()
 
 
 _active: PrintFile | None = None
