@@ -471,15 +471,20 @@ def open_dump(path: str | os.PathLike) -> Explorer:
 # --------------------------------------------------------------------------- helpers
 
 
-def _rank_summary(where: rdr.RdrRank) -> RankSummary:
-    by_kind: dict[str, list[rdr.RdrFile]] = {}
-    for f in where.files:
-        by_kind.setdefault(f.kind, []).append(f)
-    groups = tuple(
+def _file_groups(files, kind_of, titles: dict[str, str]) -> tuple[FileGroup, ...]:
+    """Count and size ``files`` per kind, in the order of ``titles``."""
+    by_kind: dict[str, list] = {}
+    for f in files:
+        by_kind.setdefault(kind_of(f), []).append(f)
+    return tuple(
         FileGroup(kind, title, len(by_kind[kind]), sum(f.size for f in by_kind[kind]))
-        for kind, title in rdr.KINDS.items()
+        for kind, title in titles.items()
         if kind in by_kind
     )
+
+
+def _rank_summary(where: rdr.RdrRank) -> RankSummary:
+    groups = _file_groups(where.files, lambda f: f.kind, rdr.KINDS)
     if where.others:
         sizes = sum(_size(p) for p in where.others)
         groups += (FileGroup("unknown", "files RDR does not write", len(where.others), sizes),)
@@ -508,14 +513,7 @@ def _size(path: Path) -> int:
 
 
 def _graphs_summary(saved: graphs.GraphsDir) -> DumpSummary:
-    by_family: dict[str, list[graphs.GraphFile]] = {}
-    for f in saved.files:
-        by_family.setdefault(f.family, []).append(f)
-    groups = tuple(
-        FileGroup(family, title, len(by_family[family]), sum(f.size for f in by_family[family]))
-        for family, title in graphs.FAMILIES.items()
-        if family in by_family
-    )
+    groups = _file_groups(saved.files, lambda f: f.family, graphs.FAMILIES)
     stages = tuple(
         StageRow(f.stage[0] if f.stage else None, f.stem, f.relative, f.counter, f.size) for f in saved.family("stage")
     )
