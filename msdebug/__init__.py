@@ -101,12 +101,9 @@ def read_print_file(path, format: str = "auto"):  # noqa: A002 - mirrors the doc
 
 def last_print():
     """The output the last captured cell printed (``%%msprint`` or ``%msprint on``), or None."""
-    import sys
+    from .extension import active
 
-    from .extension import _loaded
-
-    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    prefs = _loaded.get(id(ip)) if ip is not None else None
+    prefs = active()
     return prefs.prints.last if prefs is not None else None
 
 

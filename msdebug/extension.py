@@ -18,7 +18,7 @@ from .magics import MsDebugMagics
 from .noise import LEVELS, CellFiles, LogLevel
 from .printmagics import CellCapture, PrintMagics
 
-__all__ = ["MsDebug", "hold_during_cell", "load", "preferences", "refresh_after_cell", "unload"]
+__all__ = ["MsDebug", "active", "hold_during_cell", "load", "preferences", "refresh_after_cell", "unload"]
 
 
 class MsDebug(Configurable):
@@ -138,6 +138,14 @@ def load(shell) -> None:
     else:
         backend.watch_first_import(backend.capture_pristine)
     _loaded[id(shell)] = prefs
+
+
+def active() -> MsDebug | None:
+    """The preferences of the running IPython shell, or ``None`` outside a shell with msdebug
+    loaded (plain Python, or before ``%load_ext msdebug``)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return _loaded.get(id(shell)) if shell is not None else None
 
 
 def preferences(shell) -> MsDebug:

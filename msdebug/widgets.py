@@ -43,19 +43,12 @@ def panel() -> Panel:
     return Panel()
 
 
-def _preferences():
-    """The running shell's msdebug preferences, or ``None`` outside a shell with msdebug loaded."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    from .extension import _loaded
-
-    return _loaded.get(id(shell)) if shell is not None else None
-
-
 def _print_capture() -> bool | None:
     """Whether msdebug captures every cell's Print output (``%msprint on``); ``None`` where
     msdebug is not loaded in a shell (there is no cell to capture)."""
-    prefs = _preferences()
+    from .extension import active
+
+    prefs = active()
     return None if prefs is None else bool(prefs.print_capture)
 
 
@@ -178,9 +171,10 @@ class Panel:
     def _capture_row(self) -> list:
         """The ``%msprint on`` switch: it sets the ``MsDebug.print_capture`` preference."""
         w = self._w
+        capture = _print_capture()
         self.capture = self._make(
-            w.Checkbox, value=bool(_print_capture()), description="every cell", indent=False,
-            disabled=_print_capture() is None, layout=w.Layout(width="120px"),
+            w.Checkbox, value=bool(capture), description="every cell", indent=False,
+            disabled=capture is None, layout=w.Layout(width="120px"),
         )
         self.capture.observe(self._guarded(self._set_capture), names="value")
         label = self._make(
@@ -196,7 +190,9 @@ class Panel:
     def _set_capture(self, change) -> None:
         if self._syncing:
             return
-        prefs = _preferences()
+        from .extension import active
+
+        prefs = active()
         if prefs is None:
             raise RuntimeError("print capture needs msdebug loaded in this shell: %load_ext msdebug")
         prefs.print_capture = bool(change["new"])
