@@ -12,8 +12,8 @@ its duration:
   stream and keep the order they were written in, from any thread.
 
 On exit MindSpore's queue is synchronised (Print kernels of async graphs finish), the bytes
-are read back into a :class:`~msdebug.printfile.PrintLog`, optionally written to a file, and
-shown. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.printmagics`.
+are read back into a :class:`~msdebug.printfile.PrintLog` and shown. With ``file=`` fd 1
+points at that new file instead of the memory file, and it is read back the same way. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.printmagics`.
 
 :class:`PrintFile` is the other use of the same plumbing: ``print_file_path`` on CPU and
 GPU, where MindSpore ignores it. Print output goes to the file, not the screen, until the
@@ -278,6 +278,7 @@ class _Fd1:
 
 
 # --------------------------------------------------------------------------- capture
+
 _open_captures = 0
 _deferred: list = []  # print-file switches waiting for the open captures to end
 
@@ -302,7 +303,7 @@ class PrintCapture:
     Parameters
     ----------
     file : path-like, optional
-        Also write the captured bytes to this file (a new file: an existing name gets a
+        Capture into this new file rather than into memory (an existing name gets a
         ``.<unix seconds>`` suffix, as MindSpore does for ``print_file_path``).
     show : bool
         On exit, show the output: inline in IPython / Jupyter (a rich view), on the

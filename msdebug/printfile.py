@@ -14,6 +14,7 @@ MindSpore is already imported; otherwise msdebug's copy of the schema.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -87,10 +88,7 @@ class PrintedTensor:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def stats(self) -> dict[str, Any]:
         """min, max, mean and the count of NaN / Inf, over the elements msdebug has.
@@ -246,9 +244,7 @@ def _tensor_from_text(block: str, head: re.Match) -> PrintedTensor:
     tokens = _TOKEN.findall(body)
     partial = "..." in body
     shown: tuple = tuple(_scalar(token) for token in tokens)
-    size = 1
-    for d in shape:
-        size *= d
+    size = math.prod(shape)
     values = None
     if not partial and len(shown) == size and dtype in DTYPES:
         values = np.array(shown, dtype=DTYPES[dtype]).reshape(shape)
@@ -415,9 +411,7 @@ def _tensor_from_proto(proto, name: str, offset: int) -> PrintedTensor:
         flat = np.frombuffer(content, dtype=np.dtype(DTYPES[kind]).newbyteorder("<"))
     scalar = not dims or dims == (0,)
     shape = () if scalar else dims
-    count = 1
-    for d in shape:
-        count *= d
+    count = math.prod(shape)
     if kind == "Int4":
         flat = flat[:count]
     if flat.size != count:
