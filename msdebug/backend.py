@@ -302,24 +302,16 @@ class Backend:
 _MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
 
 
-@functools.lru_cache(maxsize=1)
-def _pynative_executor():
-    """MindSpore's PyNative executor: its queue runs @jit functions and ops asynchronously.
-    (The device-stream ``mindspore.runtime.synchronize`` only logs an error on CPU.)"""
-    try:  # 2.9 moved it, and importing the old module logs a deprecation
-        from mindspore.graph.api import _pynative_executor as executor
-    except ImportError:
-        from mindspore.common.api import _pynative_executor as executor
-    return executor
-
-
 def synchronize() -> str:
     """Wait for MindSpore's queued kernels (an async graph's Print output) if MindSpore is
     imported; returns '' or the first line of what a failed kernel raised."""
-    if "mindspore" not in sys.modules:
+    # The PyNative executor's queue runs @jit functions and ops asynchronously (the device-stream
+    # mindspore.runtime.synchronize only logs an error on CPU).
+    api = _api_module()
+    if api is None:
         return ""
     try:
-        _pynative_executor().sync()
+        api._pynative_executor.sync()
     except Exception as error:  # noqa: BLE001 - the cell reports it; the capture keeps its output
         text = str(error).strip()
         return f"MindSpore reported an error while finishing queued work: {text.splitlines()[0] if text else error!r}"
