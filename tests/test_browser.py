@@ -105,6 +105,8 @@ def test_clicking_graph_in_the_panel_sets_graph_mode(lab, tmp_path):
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1400})
             page.set_default_timeout(CELL_TIMEOUT_MS)
+            # expect() has its own timeout (5 s by default), which page.set_default_timeout does not change.
+            expect.set_options(timeout=CELL_TIMEOUT_MS)
             page.goto(f"{url}/lab/tree/panel.ipynb?token={token}")
             cells = page.locator(".jp-NotebookPanel:visible .jp-Cell")
             expect(cells).to_have_count(2)
