@@ -6,6 +6,7 @@ In IPython or Jupyter: ``%load_ext msdebug`` then ``%mscontext``. In Python:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -124,7 +125,14 @@ def open_dump(path):
     """An inline explorer of an RDR tree, a save_graphs directory or one ``.ir`` file."""
     from .dumps.explorer import open_dump as _open_dump
 
-    return _open_dump(path)
+    explorer = _open_dump(path)
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        from .ipython.explorer import show_as_widget
+
+        show_as_widget(shell)  # in a notebook it displays as the interactive explorer
+    return explorer
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,9 @@
 
 ipykernel names each cell after a file (``/tmp/ipykernel_<pid>/<hash>.py``) and msdebug's
 ``CellFiles`` hook writes the cell there; IPython also keeps every cell in ``linecache``.
-A dump's ``# In file`` line into such a file is shown as the cell's own code.
+A dump's ``# In file`` line into such a file is shown as the cell's own code, and named
+after the cell ("cell [14], line 12") when this process ran it: the IPython layer tells
+:func:`remember` which execution count each file belongs to.
 """
 
 from __future__ import annotations
@@ -11,10 +13,27 @@ import linecache
 import re
 import textwrap
 
-__all__ = ["cell_code", "is_cell"]
+__all__ = ["cell_code", "cell_number", "is_cell", "remember"]
 
 _CELL = re.compile(r"(?:^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 _MAX_LINES = 12
+_MAX_NAMES = 10_000
+
+# file name -> the execution count of the cell run from it most recently, in this process.
+_numbers: dict[str, int] = {}
+
+
+def remember(path: str, number: int) -> None:
+    """Note that the cell numbered ``number`` (``In [number]``) was run from file ``path``."""
+    _numbers.pop(path, None)
+    _numbers[path] = number
+    while len(_numbers) > _MAX_NAMES:  # bounded: the oldest names go first
+        del _numbers[next(iter(_numbers))]
+
+
+def cell_number(path: str) -> int | None:
+    """The execution count of the cell behind ``path``, when this process ran it."""
+    return _numbers.get(path)
 
 
 def is_cell(path: str) -> bool:

@@ -13,11 +13,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError, MsDebugError
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
 
 __all__ = [
+    "DotView",
     "DumpSummary",
     "Explorer",
     "ExecOrderView",
@@ -29,6 +30,7 @@ __all__ = [
     "NodeRow",
     "PbSummary",
     "RankSummary",
+    "StageNodes",
     "open_dump",
 ]
 
@@ -112,6 +114,8 @@ class NodeRow:
     source: str  # "path:line" or ""
     code: str  # the snippet MindSpore dumped, or the notebook cell's code
     in_cell: bool
+    cell: int | None = None  # the cell's execution count, when this process ran it
+    line: int = 0  # the source line (in the cell, for a cell)
 
 
 @dataclass(frozen=True, repr=False)
@@ -143,6 +147,12 @@ class ExecRow:
     code: str
     in_cell: bool
     memory: int | None
+    cell: int | None = None
+    line: int = 0
+    inputs: tuple[str, ...] = ()
+    input_types: str = ""
+    output_type: str = ""
+    node: str = ""  # the IR node's id, "%3"
 
 
 @dataclass(frozen=True, repr=False)
@@ -212,7 +222,32 @@ class PbSummary(_Rendered):
     _view = "pb"
 
 
+@dataclass(frozen=True, repr=False)
+class StageNodes(_Rendered):
+    """How many nodes each front-end pipeline stage has, in pipeline order."""
+
+    path: str
+    stages: tuple[tuple[str, int], ...]  # label, node count
+    total: int  # stages in the dump (at most MAX_STAGES are counted)
+    _view = "stage_nodes"
+
+
+@dataclass(frozen=True, repr=False)
+class DotView(_Rendered):
+    """A Graphviz ``.dot`` file save_graphs wrote, as msdebug draws it (no Graphviz needed)."""
+
+    file: str
+    nodes: tuple[tuple[str, tuple[str, ...], str], ...]  # id, text lines, cluster id
+    edges: tuple[tuple[str, str], ...]
+    clusters: tuple[tuple[str, str], ...]  # cluster id, label
+    size: int
+    truncated: bool = False
+    _view = "dot"
+
+
 # --------------------------------------------------------------------------- explorer
+
+MAX_STAGES = 60
 
 
 class Explorer(_Rendered):
@@ -229,6 +264,15 @@ class Explorer(_Rendered):
         self.file: IrFile | None = None
         self._ir_cache: dict[Path, IrFile] = {}
         if self.path.is_file():
+            if self.path.suffix != ".ir":
+                raise DumpError(
+                    f"{self.path}: open_dump reads an RDR tree, a save_graphs directory or one .ir file"
+                    + (
+                        f"; for print files use msdebug.read_print_file({str(self.path)!r})"
+                        if self.path.suffix == ".pb"
+                        else ""
+                    )
+                )
             self.kind = "ir"
             self.file = self._ir(self.path)
             return
@@ -237,9 +281,10 @@ class Explorer(_Rendered):
             self.kind = "rdr"
             return
         self.saved = graphs.read_graphs_dir(self.path)
-        if not any(f.ext in ("ir", "pb", "dot") or f.family == "trace" for f in self.saved.files):
+        if not any(f.family in ("pb", "dot", "trace") or f.ext == "ir" for f in self.saved.files):
             raise DumpError(
-                f"{self.path}: neither an RDR tree (rank_*/rdr/) nor a save_graphs directory (.ir files)"
+                f"{self.path}: neither an RDR tree (rank_*/rdr/) nor a save_graphs directory"
+                + _what_is_there(self.saved)
             )
         self.kind = "graphs"
 
@@ -257,7 +302,17 @@ class Explorer(_Rendered):
         if name is None:
             raise DumpError("say which graph: a stage such as 'optimize', or a file name; see the summary")
         if self.tree is not None:
-            return self.tree.rank(rank).find(name).path
+            where = self.tree.rank(rank)
+            try:
+                return where.find(name).path
+            except DumpError as error:
+                if "Did you mean" in str(error) or " matches " in str(error):
+                    raise
+                stages = [f.label for f in where.stages()]
+                have = f" It has {len(stages)} stages ({', '.join(stages[:3])}{' ...' if len(stages) > 3 else ''})"
+                graphs_ = [f.label for f in where.of_kind("graph")]
+                have += f" and kernel graphs {', '.join(graphs_[:4])}." if graphs_ else "."
+                raise DumpError(f"{error}{have}") from None
         return self.saved.find(name).path
 
     def summary(self) -> DumpSummary:
@@ -280,19 +335,69 @@ class Explorer(_Rendered):
         return _graphs_summary(self.saved)
 
     def _repr_html_(self) -> str:
-        return self.summary()._repr_html_()
+        if self.kind == "ir":  # one file: its graph is what the person wants to see
+            return self.graph()._repr_html_()
+        from ..views.dumps import html_explorer
+
+        return html_explorer(self.summary(), self.stage_nodes())
 
     def __repr__(self) -> str:
+        if self.kind == "ir":
+            return f"{self.summary()!r}\n{self.graph()!r}"
         return repr(self.summary())
 
+    def stages(self, rank: int | None = None) -> list[str]:
+        """The names of the front-end pipeline stages, in pipeline order (for :meth:`graph`)."""
+        if self.tree is not None:
+            return [f.label for f in self.tree.rank(rank).stages()]
+        if self.saved is not None:
+            return [f.stem for f in self.saved.family("stage")]
+        return [self.file.entry] if self.file else []
+
+    def stage_nodes(self, rank: int | None = None) -> StageNodes:
+        """The node count of every pipeline stage (at most 60 stages; each file is parsed once)."""
+        names = self.stages(rank) if self.kind != "ir" else []
+        counted = []
+        for name in names[:MAX_STAGES]:
+            try:
+                counted.append((name, self._ir(self._resolve(name, rank)).node_count))
+            except MsDebugError:
+                continue  # a stage file cut short still leaves the others worth a look
+        return StageNodes(str(self.path), tuple(counted), len(names))
+
+    def dot(self, name: str) -> DotView:
+        """A ``.dot`` file of a save_graphs directory (level 3), drawn by msdebug."""
+        found = self.saved.find_dot(name) if self.saved is not None else None
+        if found is None:
+            from ..keys import did_you_mean
+
+            dots = [f.stem for f in self.saved.family("dot")] if self.saved is not None else []
+            have = f" It has {len(dots)} .dot files" + (
+                f": {', '.join(dots[:4])}{' ...' if len(dots) > 4 else ''}." if dots else "."
+            )
+            raise DumpError(f"no .dot file in {self.path} is called {name!r}." + (did_you_mean(name, dots) or have))
+        dot = graphs.read_dot(found.path)
+        return DotView(
+            str(found.path), tuple(dot.nodes), tuple(dot.edges), tuple(dot.clusters.items()), dot.size, dot.truncated
+        )
+
     def graph(
-        self, name: str | None = None, search: str = "", op: str = "", rank: int | None = None, limit: int = DEFAULT_LIMIT
+        self,
+        name: str | None = None,
+        search: str = "",
+        op: str = "",
+        rank: int | None = None,
+        limit: int = DEFAULT_LIMIT,
     ) -> GraphView:
         """The IR of one graph file: a stage (``'optimize'``), a label or a file name.
 
         ``search`` matches node lines, names, scopes and source lines (case-insensitive);
         ``op`` keeps one op type (``'PrimFunc_MatMul'``). At most ``limit`` nodes are shown.
         """
+        if self.saved is not None and name is not None and not search and not op:
+            dot = self.saved.find_dot(name)
+            if dot is not None and not any(name in (f.stem, f.relative) for f in self.saved.ir_files()):
+                return self.dot(name)  # level 3 writes some stages only as .dot
         path = self._resolve(name, rank)
         ir = self._ir(path)
         ops = ir.op_counts()
@@ -315,7 +420,9 @@ class Explorer(_Rendered):
             params=tuple(ir.params),
         )
 
-    def exec_order(self, graph: int | None = None, rank: int | None = None, limit: int = DEFAULT_LIMIT) -> ExecOrderView:
+    def exec_order(
+        self, graph: int | None = None, rank: int | None = None, limit: int = DEFAULT_LIMIT
+    ) -> ExecOrderView:
         """The kernels of graph ``graph`` (default: the first with kernels) in execution order."""
         if self.tree is None:
             raise DumpError(f"{self.path}: execution orders are in RDR trees only (SESSION.graph_exec_order.*)")
@@ -325,7 +432,9 @@ class Explorer(_Rendered):
             orders = [f for f in orders if f.graph_id == graph]
             if not orders:
                 ids = ", ".join(str(f.graph_id) for f in where.of_kind("exec_order"))
-                raise DumpError(f"rank {where.rank} has no execution order of graph {graph}; it has graphs {ids or 'none'}")
+                raise DumpError(
+                    f"rank {where.rank} has no execution order of graph {graph}; it has graphs {ids or 'none'}"
+                )
         if not orders:
             raise DumpError(f"rank {where.rank} has no execution order (mode 1 without a failure exports none)")
         order = None
@@ -334,7 +443,11 @@ class Explorer(_Rendered):
             if order.entries or graph is not None:
                 break
         ir_path = next(
-            (f.path for f in where.of_kind("graph") if f.name == f"graph_build.{order.entries[0].graph_id if order.entries else -1}"),
+            (
+                f.path
+                for f in where.of_kind("graph")
+                if f.name == f"graph_build.{order.entries[0].graph_id if order.entries else -1}"
+            ),
             None,
         )
         nodes = _kernel_nodes(self._ir(ir_path)) if ir_path else []
@@ -345,7 +458,7 @@ class Explorer(_Rendered):
         for entry in order.entries[:limit]:
             node = _take(nodes, entry)
             source = node.source if node else None
-            code, in_cell = _code(source)
+            code, in_cell, number = _code(source)
             rows.append(
                 ExecRow(
                     entry.index,
@@ -358,6 +471,12 @@ class Explorer(_Rendered):
                     code,
                     in_cell,
                     memory.get(node.scope) if node else None,
+                    number,
+                    source.line if source else 0,
+                    tuple(node.inputs) if node else (),
+                    node.input_types if node else "",
+                    node.output_type if node else "",
+                    node.id if node else "",
                 )
             )
         gid = order.entries[0].graph_id if order.entries else graph
@@ -412,7 +531,9 @@ class Explorer(_Rendered):
         rows.sort(key=lambda r: order[r.change])
         ops_a, ops_b = a.op_counts(), b.op_counts()
         op_changes = tuple(
-            (op, ops_a.get(op, 0), ops_b.get(op, 0)) for op in sorted(set(ops_a) | set(ops_b)) if ops_a.get(op) != ops_b.get(op)
+            (op, ops_a.get(op, 0), ops_b.get(op, 0))
+            for op in sorted(set(ops_a) | set(ops_b))
+            if ops_a.get(op) != ops_b.get(op)
         )
         for change in ("appeared", "vanished", "changed"):
             counts.setdefault(change, 0)
@@ -505,6 +626,19 @@ def _rank_summary(where: rdr.RdrRank) -> RankSummary:
     )
 
 
+def _what_is_there(saved: graphs.GraphsDir) -> str:
+    """``; it has 2 files: ...`` with a hint when they look like something else msdebug reads."""
+    files = saved.files
+    if not files:
+        return "; it is empty"
+    names = ", ".join(f.relative for f in files[:4]) + (" ..." if len(files) > 4 else "")
+    text = f"; it has {len(files)} file{'s' * (len(files) != 1)}: {names}"
+    pbs = [f for f in files if f.ext == "pb"]
+    if pbs:
+        text += f". Print files? msdebug.read_print_file({pbs[0].location!r}) reads one"
+    return text
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -523,18 +657,19 @@ def _graphs_summary(saved: graphs.GraphsDir) -> DumpSummary:
     return DumpSummary("graphs", str(saved.root), (rank,), len(saved.files), size)
 
 
-def _code(source) -> tuple[str, bool]:
+def _code(source) -> tuple[str, bool, int | None]:
+    """The code to show for ``source``, whether it is a notebook cell, and the cell's number."""
     if source is None:
-        return "", False
+        return "", False, None
     cell = cells.cell_code(source.path, source.line, source.end_line)
     if cell is not None:
-        return cell, True
-    return source.code.strip(), False
+        return cell, True, cells.cell_number(source.path)
+    return source.code.strip(), cells.is_cell(source.path), cells.cell_number(source.path)
 
 
 def _node_row(node: IrNode) -> NodeRow:
     source = node.source
-    code, in_cell = _code(source)
+    code, in_cell, number = _code(source)
     return NodeRow(
         node.graph,
         node.id,
@@ -548,6 +683,8 @@ def _node_row(node: IrNode) -> NodeRow:
         str(source) if source else "",
         code,
         in_cell,
+        number,
+        source.line if source else 0,
     )
 
 

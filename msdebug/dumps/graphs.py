@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DumpError
 
-__all__ = ["FAMILIES", "GraphFile", "GraphsDir", "classify", "read_graphs_dir"]
+__all__ = ["FAMILIES", "DotGraph", "GraphFile", "GraphsDir", "classify", "read_dot", "read_graphs_dir"]
 
 # family -> what it is, in the order a summary lists them.
 FAMILIES = {
@@ -82,7 +83,7 @@ def classify(relative: str) -> tuple[str, str, int | None, str]:
         return "verbose", stem, counter, ext
     if ext == "dot":
         return "dot", stem, counter, ext
-    if ext == "pb":
+    if ext == "pb" and name.startswith("ms_output_"):
         return "pb", base, None, ext
     if name.startswith("trace_code_graph"):
         return "trace", stem, counter, ext
@@ -116,6 +117,13 @@ class GraphsDir:
     def ir_files(self) -> list[GraphFile]:
         return [f for f in self.files if f.ext == "ir" or f.family == "trace"]
 
+    def find_dot(self, text: str) -> GraphFile | None:
+        """The ``.dot`` file called ``text`` (with or without counter and extension), if any."""
+        for f in self.family("dot"):
+            if text in (f.stem, f.relative, os.path.basename(f.location)):
+                return f
+        return None
+
     def find(self, text: str) -> GraphFile:
         """The IR file called ``text`` (with or without counter and extension), or the only one
         whose name contains it."""
@@ -135,7 +143,11 @@ class GraphsDir:
         from ..keys import did_you_mean
 
         pool = [f.stem for f in candidates] + [f.stage[1] for f in candidates if f.stage]
-        raise DumpError(f"no IR file in {self.root} is called {text!r}." + did_you_mean(text, pool))
+        stages = [f.stem for f in self.family("stage")] or [f.stem for f in candidates]
+        have = f" It has {len(candidates)} IR files" + (
+            f", stages {', '.join(stages[:4])}{' ...' if len(stages) > 4 else ''}." if stages else "."
+        )
+        raise DumpError(f"no IR file in {self.root} is called {text!r}." + (did_you_mean(text, pool) or have))
 
 
 def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
@@ -169,3 +181,104 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             files.append(GraphFile(entry.path, relative, family, stem, counter, ext, size))
     files.sort(key=lambda f: f.relative)
     return GraphsDir(root, files)
+
+
+# --------------------------------------------------------------------------- .dot files
+
+_DOT_MAX_BYTES = 8 << 20
+_DOT_NODE = re.compile(r"^(?P<id>[A-Za-z_][\w]*)\[(?P<attrs>.*)$", re.S)
+_DOT_EDGE = re.compile(r"^(?P<a>[A-Za-z_]\w*)(?::\w+)?->(?P<b>[A-Za-z_]\w*)(?::\w+)?\[")
+_DOT_CLUSTER = re.compile(r"^subgraph (?P<id>cluster_\w+)\s*\{")
+_DOT_LABEL = re.compile(r'label=(?:<(?P<html>.*)>|"(?P<text>(?:[^"\\]|\\.)*)")', re.S)
+_DOT_CELL = re.compile(r">([^<>]+)<")
+
+
+@dataclass
+class DotGraph:
+    """What a Graphviz file MindSpore wrote draws: nodes (id, text lines, cluster), edges, clusters."""
+
+    path: Path
+    nodes: list[tuple[str, tuple[str, ...], str]] = field(default_factory=list)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    clusters: dict[str, str] = field(default_factory=dict)
+    size: int = 0
+    truncated: bool = False
+
+
+def _dot_label(attrs: str) -> tuple[str, ...]:
+    match = _DOT_LABEL.search(attrs)
+    if match is None:
+        return ()
+    if match["text"] is not None:
+        return (match["text"],)
+    cells = [c.strip() for c in _DOT_CELL.findall(f">{match['html']}<")]
+    # Port numbers (the input slots of a CNode) say nothing a reader needs.
+    return tuple(c for c in cells if c and not c.isdigit())
+
+
+def read_dot(path: str | os.PathLike) -> DotGraph:
+    """The nodes, edges and clusters of a ``.dot`` file save_graphs wrote (level 3).
+
+    Only the shapes MindSpore writes are understood: one node or edge statement per line
+    (an HTML-like label may span lines), ``subgraph cluster_*`` blocks with a ``label``. At
+    most 8 MiB are read.
+
+    Raises
+    ------
+    DumpError
+        When ``path`` is not a regular file or cannot be read.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DumpError(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(_DOT_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    graph = DotGraph(path, size=info.st_size, truncated=len(data) > _DOT_MAX_BYTES)
+    text = data[:_DOT_MAX_BYTES].decode("utf-8", "replace")
+    clusters: list[str] = []
+    pending: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if pending:
+            pending.append(line)
+            if line.endswith(("]", "];}", "];")):
+                statement = "\n".join(pending)
+                pending = []
+                match = _DOT_NODE.match(statement)
+                if match:
+                    graph.nodes.append((match["id"], _dot_label(match["attrs"]), clusters[-1] if clusters else ""))
+                if line.endswith("}") and clusters:
+                    clusters.pop()
+            continue
+        cluster = _DOT_CLUSTER.match(line)
+        if cluster:
+            clusters.append(cluster["id"])
+            graph.clusters[cluster["id"]] = ""
+            continue
+        if line.startswith("label=") and clusters and not graph.clusters[clusters[-1]]:
+            graph.clusters[clusters[-1]] = " ".join(_dot_label(line))
+            continue
+        edge = _DOT_EDGE.match(line)
+        if edge:
+            graph.edges.append((edge["a"], edge["b"]))
+            continue
+        if _DOT_NODE.match(line) and not line.startswith(("graph[", "node[", "edge[")):
+            pending = [line]
+            if line.endswith(("]", "];}", "];")):
+                pending = []
+                match = _DOT_NODE.match(line)
+                graph.nodes.append((match["id"], _dot_label(match["attrs"]), clusters[-1] if clusters else ""))
+                if line.endswith("}") and clusters:
+                    clusters.pop()
+            continue
+        if line == "}" and clusters:
+            clusters.pop()
+    return graph

@@ -12,7 +12,7 @@ from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
 from .. import backend
-from . import completion
+from . import completion, explorer
 from .hooks import LEVELS, CellFiles, LogLevel
 from .magics.context import MsDebugMagics
 from .magics.dumps import MAGIC_NAMES as DUMP_MAGICS
@@ -126,6 +126,7 @@ def load(shell) -> None:
     completion.register(shell)
     shell.events.register("pre_run_cell", hold_during_cell)
     shell.events.register("post_run_cell", refresh_after_cell)
+    explorer.register(shell)
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
@@ -165,6 +166,7 @@ def unload(shell) -> None:
     backend.unwatch()
     backend.untrack_compiles()
     completion.unregister(shell)
+    explorer.unregister(shell)
     for event, hook in (("pre_run_cell", hold_during_cell), ("post_run_cell", refresh_after_cell)):
         if hook in shell.events.callbacks[event]:
             shell.events.unregister(event, hook)

@@ -6,10 +6,15 @@ are bounded by the models (``limit``) and say "showing N of M".
 
 from __future__ import annotations
 
-from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
+from ._html import FADED, NOTE, STRONG, esc, tag
 
 __all__ = [
+    "graph_picture",
     "html_diff",
+    "html_dot",
+    "html_exec_row",
+    "html_explorer",
+    "html_stage_nodes",
     "html_exec_order",
     "html_graph",
     "html_memory",
@@ -17,8 +22,14 @@ __all__ = [
     "html_rdr_status",
     "html_save_graphs",
     "html_summary",
+    "middle",
     "size_text",
+    "source_html",
+    "source_label",
     "text_diff",
+    "text_dot",
+    "text_exec_row",
+    "text_stage_nodes",
     "text_exec_order",
     "text_graph",
     "text_memory",
@@ -30,9 +41,15 @@ __all__ = [
 
 _MONO = "font-family:monospace;white-space:pre-wrap;text-align:left"
 _CELL = "border-left:3px solid #4a90d9;padding-left:4px"
+# Every cell may break anywhere as a last resort: a long scope or path never widens a table
+# past the output area (JupyterLab scrolls an output sideways, hiding the right-hand columns).
+_FIT = "text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:normal"
+_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse;margin:2px 0"
+_BOX = "max-width:100%;overflow-wrap:anywhere"
 _MAX_STAGES = 60
 _MAX_OPS = 30
 _TEXT_WIDTH = 100
+_SHORT = 44
 
 
 def size_text(size: int) -> str:
@@ -48,34 +65,91 @@ def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def middle(text: str, width: int = _SHORT) -> str:
+    """``text`` escaped, shortened in the middle to ``width`` characters, the whole of it on hover."""
+    text = str(text)
+    if len(text) <= width:
+        return esc(text)
+    keep = width - 1
+    short = text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
+    return f'<span title="{esc(text)}">{esc(short)}</span>'
+
+
+def _base(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1] or path
+
+
 def _showing(shown: int, total: int, what: str) -> str:
     return f"showing {shown} of {total} {what}" if shown < total else f"{total} {what}"
 
 
-def _table(headers: list[str], rows: list[list[str]], styles: list[str] | None = None) -> str:
-    """``rows`` hold escaped HTML; ``styles`` one inline style per column."""
-    styles = styles or [LEFT] * len(headers)
-    head = "".join(tag("th", esc(h), style=LEFT) for h in headers)
-    body = "".join("<tr>" + "".join(tag("td", cell, style=s) for cell, s in zip(row, styles, strict=True)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def _table(
+    headers: list[str], rows: list[list[str]], widths: list[int] | None = None, mono: set[int] = frozenset()
+) -> str:
+    """A table as wide as the output area and no wider; ``rows`` hold escaped HTML, ``widths``
+    are column widths in percent, columns in ``mono`` are set in a monospace font."""
+    cols = "".join(f'<col style="width:{w}%">' for w in widths) if widths else ""
+    styles = [_FIT + (";font-family:monospace" if i in mono else "") for i in range(len(headers))]
+    head = "".join(tag("th", esc(h), style=_FIT) for h in headers)
+    body = "".join(
+        "<tr>" + "".join(tag("td", cell, style=st) for cell, st in zip(row, styles, strict=True)) + "</tr>"
+        for row in rows
+    )
+    colgroup = f"<colgroup>{cols}</colgroup>" if cols else ""
+    return f'<table style="{_TABLE}">{colgroup}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _note(text: str) -> str:
-    return tag("div", esc(text), style=NOTE)
+    return tag("div", esc(text), style=NOTE + ";" + _BOX)
+
+
+def _head(text: str) -> str:
+    return tag("div", esc(text), style=STRONG + ";" + _BOX)
+
+
+def source_label(path: str, line: int, cell: int | None, in_cell: bool) -> str:
+    """``cell [14], line 12`` for a notebook cell this process ran, ``notebook cell, line 12``
+    for one it did not, else ``file.py:12``."""
+    if cell is not None:
+        return f"cell [{cell}], line {line}"
+    if in_cell:
+        return f"notebook cell, line {line}"
+    return f"{_base(path.rsplit(':', 1)[0]) if ':' in path else _base(path)}:{line}" if path else ""
+
+
+def _row_source(row) -> str:
+    line = getattr(row, "line", 0) or _line_of(row.source)
+    return source_label(row.source, line, getattr(row, "cell", None), row.in_cell) if row.source else ""
+
+
+def _line_of(source: str) -> int:
+    tail = source.rsplit(":", 1)[-1].split("~")[0]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _code_html(code: str, in_cell: bool) -> str:
     if not code:
         return ""
-    if in_cell:
-        return tag("div", tag("code", esc(code)), style=_MONO + ";" + _CELL)
-    return tag("code", esc(code), style=_MONO)
+    style = "margin:0;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere"
+    return tag("pre", esc(code), style=style + (";" + _CELL if in_cell else ""))
 
 
-def _source_text(source: str, code: str, in_cell: bool) -> str:
-    if not source:
+def source_html(row) -> str:
+    """The source label (the full path on hover) above the code it points at."""
+    if not row.source:
         return ""
-    return f"{source}{' (notebook cell)' if in_cell else ''}: {_clip(code, 60)}" if code else source
+    label = _row_source(row)
+    where = f"notebook cell: {row.source}" if row.in_cell else row.source
+    return f'<div title="{esc(where)}" style="{NOTE}">{esc(label)}</div>' + _code_html(row.code, row.in_cell)
+
+
+def _source_text(row) -> str:
+    if not row.source:
+        return ""
+    label = _row_source(row)
+    if not row.in_cell:
+        label = row.source
+    return f"{label}: {_clip(row.code, 60)}" if row.code else label
 
 
 # --------------------------------------------------------------------------- summary
@@ -94,7 +168,11 @@ def text_summary(summary) -> str:
     lines = _summary_lines(summary)
     for rank in summary.ranks:
         if rank.rank is not None:
-            when = f", recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "") if rank.first else ""
+            when = (
+                f", recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
+                if rank.first
+                else ""
+            )
             lines += ["", f"rank {rank.rank} ({rank.path}){when}"]
         for group in rank.groups:
             lines.append(f"  {group.count:>5}  {size_text(group.size):>9}  {group.title}")
@@ -115,30 +193,90 @@ def text_summary(summary) -> str:
 
 
 def html_summary(summary) -> str:
-    parts = [tag("div", esc(_summary_lines(summary)[0]), style=STRONG)]
+    kind = {"rdr": "RDR tree", "graphs": "saved IR graphs", "ir": "IR file"}[summary.kind]
+    ranks = [r for r in summary.ranks if r.rank is not None]
+    first = f"{kind} " + middle(summary.path, 70) + esc(f": {summary.files} files, {size_text(summary.size)}")
+    if ranks:
+        first += esc(f", {len(ranks)} rank{'s' if len(ranks) != 1 else ''}")
+    parts = [tag("div", first, style=STRONG + ";" + _BOX)]
     for hint in summary.hints:
         parts.append(_note(hint))
     for rank in summary.ranks:
         if rank.rank is not None:
-            when = f" · recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "") if rank.first else ""
-            parts.append(tag("div", esc(f"rank {rank.rank}") + tag("span", esc(f" {rank.path}{when}"), style=NOTE)))
+            when = (
+                f" · recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
+                if rank.first
+                else ""
+            )
+            parts.append(
+                tag("div", esc(f"rank {rank.rank} ") + tag("span", middle(rank.path, 60) + esc(when), style=NOTE))
+            )
         rows = [[esc(g.title), esc(g.count), esc(size_text(g.size))] for g in rank.groups]
-        parts.append(_table(["files", "count", "size"], rows))
+        parts.append(_table(["files", "count", "size"], rows, [70, 15, 15]))
         if rank.graph_ids:
             parts.append(_note(f"kernel graphs: {', '.join(map(str, rank.graph_ids))}"))
         if rank.stages and summary.kind != "ir":
             shown = rank.stages[:_MAX_STAGES]
             rows = [
-                [esc(s.index if s.index is not None else ""), esc(s.label), esc(s.file), esc(size_text(s.size))]
+                [esc(s.index if s.index is not None else ""), esc(s.label), middle(s.file, 48), esc(size_text(s.size))]
                 for s in shown
             ]
+            title = f"pipeline stages in pipeline order ({_showing(len(shown), len(rank.stages), 'stages')})"
             parts.append(
-                tag("details", tag("summary", esc(f"pipeline stages in pipeline order ({_showing(len(shown), len(rank.stages), 'stages')})"))
-                    + _table(["#", "stage", "file", "size"], rows))
+                tag(
+                    "details",
+                    tag("summary", esc(title)) + _table(["#", "stage", "file", "size"], rows, [6, 38, 44, 12]),
+                )
             )
         if rank.unknown:
             parts.append(_note(f"not RDR files: {', '.join(rank.unknown[:10])}"))
-    return tag("div", "".join(parts), cls="msdebug-dump")
+    return tag("div", "".join(parts), cls="msdebug-dump", style=_BOX)
+
+
+def html_explorer(summary, stage_nodes) -> str:
+    """The summary with the chart of nodes per pipeline stage under its first line."""
+    html = html_summary(summary)
+    chart = html_stage_nodes(stage_nodes) if stage_nodes.stages else ""
+    return html.replace("</div>", "</div>" + chart, 1) if chart else html
+
+
+# --------------------------------------------------------------------------- stage chart
+
+
+def _stage_label(label: str) -> str:
+    return label.split(".", 1)[1] if label.startswith("PIPELINE.") else label
+
+
+def text_stage_nodes(view) -> str:
+    lines = [f"nodes per pipeline stage ({_showing(len(view.stages), view.total, 'stages')})"]
+    width = max((len(_stage_label(n)) for n, _ in view.stages), default=0)
+    peak = max((c for _, c in view.stages), default=0) or 1
+    for name, count in view.stages:
+        lines.append(f"  {_stage_label(name):<{width}}  {count:>6}  {'#' * max(1, round(30 * count / peak))}")
+    return "\n".join(lines)
+
+
+def html_stage_nodes(view) -> str:
+    """A small line chart of nodes per stage, each stage that changed the count marked."""
+    from .svg import line_chart
+
+    labels = [_stage_label(n) for n, _ in view.stages]
+    counts = [c for _, c in view.stages]
+    changes = [
+        (i, f"{labels[i]} {counts[i - 1]}→{counts[i]}") for i in range(1, len(counts)) if counts[i] != counts[i - 1]
+    ]
+    chart = line_chart(
+        {"nodes": counts}, width=640, height=150, x_label="pipeline stage (first to last)", marks=changes[:8]
+    )
+    title = f"nodes per pipeline stage, {labels[0]} to {labels[-1]}" if labels else "nodes per pipeline stage"
+    lines = "; ".join(text for _, text in changes[:8])
+    more = _note(_showing(len(labels), view.total, "stages")) if len(labels) < view.total else ""
+    return tag(
+        "div",
+        tag("div", esc(title), style=NOTE) + chart + (_note(f"changed at: {lines}") if lines else "") + more,
+        cls="msdebug-stages",
+        style=_BOX,
+    )
 
 
 # --------------------------------------------------------------------------- graph
@@ -169,34 +307,88 @@ def text_graph(view) -> str:
         if row.output_type:
             lines.append(f"               -> {_clip(row.output_type, 80)}")
         if row.source:
-            lines.append(f"               {_source_text(row.source, row.code, row.in_cell)}")
+            lines.append(f"               {_source_text(row)}")
     return "\n".join(lines)
+
+
+def _scope_parent(scope: str) -> str:
+    return scope.rsplit("/", 1)[0] if "/" in scope else ""
+
+
+def _short_type(text: str) -> str:
+    """``(<Tensor[Float32], (1, 2)>)`` -> ``Float32 (1, 2)``: what a reader scans for."""
+    text = text.strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    for old, new in (("<Ref[Tensor[", "<Ref "), ("<Tensor[", "<"), ("]]", ""), ("]", ""), (", NoShape", "")):
+        text = text.replace(old, new)
+    return text.replace("<", "").replace(">", "")
+
+
+def graph_picture(rows, title: str = "", max_nodes: int = 120) -> str:
+    """A drawing of ``rows`` (IR nodes): boxes per node, edges from their ``%N`` inputs,
+    clusters by scope."""
+    from .svg import GraphBox, graph_drawing
+
+    boxes, edges = [], []
+    for row in rows:
+        key = f"{row.graph}:{row.id}"
+        shape = _short_type(row.output_type) if row.output_type else ""
+        tip = f"{row.id} = {row.op}\n{row.scope}\n-> {shape}" + (f"\n{_row_source(row)}" if row.source else "")
+        boxes.append(
+            GraphBox(
+                key,
+                row.op.removeprefix("PrimFunc_"),
+                sub=f"{row.id} {shape}",
+                op=row.op,
+                scope=_scope_parent(row.scope),
+                tip=tip,
+            )
+        )
+        edges += [
+            (f"{row.graph}:{name}", key) for name in row.inputs if name.startswith("%") and not name.startswith("%para")
+        ]
+    return graph_drawing(boxes, edges, max_nodes=max_nodes, title=title)
 
 
 def html_graph(view) -> str:
     ops = ", ".join(f"{esc(op)}×{n}" for op, n in view.op_counts[:_MAX_OPS])
+    graphs = ", ".join(f"@{name} ({count})" for name, count in view.graphs[:8])
+    more = f" and {len(view.graphs) - 8} more" if len(view.graphs) > 8 else ""
     parts = [
-        tag("div", esc(_graph_head(view)), style=STRONG),
-        tag("div", "ops: " + ops + (" …" if len(view.op_counts) > _MAX_OPS else ""), style=NOTE),
+        tag("div", middle(_base(view.file), 80) + esc(f": entry @{view.entry}"), style=STRONG + ";" + _BOX),
+        _note(f"{len(view.graphs)} graphs, {view.total_nodes} nodes: {graphs}{more}"),
+        tag("div", "ops: " + ops + (" …" if len(view.op_counts) > _MAX_OPS else ""), style=NOTE + ";" + _BOX),
         _note(_filter_text(view)),
     ]
+    if view.rows:
+        picture = graph_picture(view.rows)
+        parts.append(
+            tag(
+                "details",
+                tag("summary", esc(f"drawing ({min(len(view.rows), 120)} nodes)"))
+                + tag("div", picture, style="max-height:560px;overflow-y:auto;overflow-x:hidden"),
+            ).replace("<details", "<details open", 1)
+        )
+    several = len(view.graphs) > 1
     rows = [
         [
             esc(row.lineno),
-            tag("span", esc(f"@{row.graph}"), style=FADED) + " " + esc(f"{row.id}({row.name})"),
+            esc(f"{row.id}({row.name})") + (tag("div", middle(f"@{row.graph}", 24), style=FADED) if several else ""),
             tag("b", esc(row.op)),
-            esc(row.scope),
+            middle(row.scope, 40),
             esc(", ".join(row.inputs)),
-            esc(row.output_type),
-            esc(row.source) + (tag("span", " notebook cell", style=NOTE) if row.in_cell else ""),
-            _code_html(row.code, row.in_cell),
+            esc(_short_type(row.output_type)),
+            source_html(row),
         ]
         for row in view.rows
     ]
-    mono = _MONO
-    parts.append(_table(["line", "node", "op", "scope", "inputs", "output", "source", "code"], rows,
-                        [LEFT, mono, LEFT, mono, mono, mono, mono, LEFT]))
-    return tag("div", "".join(parts), cls="msdebug-dump")
+    parts.append(
+        _table(
+            ["line", "node", "op", "scope", "inputs", "output", "source"], rows, [6, 13, 15, 17, 13, 12, 24], {1, 4, 5}
+        )
+    )
+    return tag("div", "".join(parts), cls="msdebug-dump", style=_BOX)
 
 
 # --------------------------------------------------------------------------- execution order
@@ -214,30 +406,80 @@ def text_exec_order(view) -> str:
         ir = f"  IR line {row.ir_line}" if row.ir_line else ""
         lines.append(f"  {row.index:>4}  {row.op:<24} {row.fullname or row.name}{ir}{memory}")
         if row.source:
-            lines.append(f"        {_source_text(row.source, row.code, row.in_cell)}")
+            lines.append(f"        {_source_text(row)}")
     return "\n".join(lines)
 
 
 def html_exec_order(view) -> str:
+    # The IR file is the same for every kernel: named once above the table, a line per row.
+    head = tag("div", esc(f"execution order of graph {view.graph_id}"), style=STRONG)
+    files = esc("order: ") + middle(_base(view.file), 60)
+    if view.ir_file:
+        files += esc(" · IR nodes in ") + middle(_base(view.ir_file), 60)
     rows = [
         [
             esc(row.index),
             tag("b", esc(row.op)),
-            esc(row.fullname or row.name),
-            esc(f"{row.ir_file}:{row.ir_line}") if row.ir_line else "",
-            esc(row.source) + (tag("span", " notebook cell", style=NOTE) if row.in_cell else ""),
-            _code_html(row.code, row.in_cell),
+            middle(row.fullname or row.name, 40),
+            esc(f"line {row.ir_line}") if row.ir_line else "",
+            source_html(row),
             esc(size_text(row.memory)) if row.memory is not None else "",
         ]
         for row in view.rows
     ]
     return tag(
         "div",
-        tag("div", esc(_exec_head(view)), style=STRONG)
+        head
+        + tag("div", files, style=NOTE + ";" + _BOX)
         + _note(_showing(len(view.rows), view.total, "kernels"))
-        + _table(["#", "op", "kernel", "IR node", "source", "code", "memory"], rows,
-                 [LEFT, LEFT, _MONO, _MONO, _MONO, LEFT, LEFT]),
+        + _table(["#", "op", "kernel", "IR", "source", "memory"], rows, [5, 18, 22, 9, 36, 10], {2}),
         cls="msdebug-dump",
+        style=_BOX,
+    )
+
+
+def text_exec_row(row) -> str:
+    """One kernel and its IR node, as the explorer shows it when the row is clicked."""
+    lines = [f"kernel {row.index}: {row.op}  {row.fullname or row.name}"]
+    if row.ir_line:
+        lines.append(f"IR node {row.node} at {row.ir_file}:{row.ir_line}")
+    if row.inputs:
+        lines.append(f"inputs: {', '.join(row.inputs)}")
+    if row.input_types:
+        lines.append(f"input types: {_short_type(row.input_types)}")
+    if row.output_type:
+        lines.append(f"output: {_short_type(row.output_type)}")
+    if row.memory is not None:
+        lines.append(f"memory: {size_text(row.memory)}")
+    if row.source:
+        lines.append(f"source: {_row_source(row) if row.in_cell else row.source}")
+        if row.code:
+            lines += [f"  {line}" for line in row.code.splitlines()[:12]]
+    return "\n".join(lines)
+
+
+def html_exec_row(row) -> str:
+    """The IR node behind one kernel: inputs, output shape, source line and code."""
+    fields = [
+        ("kernel", esc(f"{row.index}: ") + tag("b", esc(row.op)) + " " + middle(row.fullname or row.name, 80)),
+        (
+            "IR node",
+            esc(f"{row.node} at line {row.ir_line} of ") + middle(row.ir_file, 60)
+            if row.ir_line
+            else "not found in the IR",
+        ),
+        ("inputs", esc(", ".join(row.inputs))),
+        ("input types", esc(_short_type(row.input_types))),
+        ("output", tag("b", esc(_short_type(row.output_type)))),
+        ("memory", esc(size_text(row.memory)) if row.memory is not None else ""),
+        ("source", source_html(row)),
+    ]
+    rows = [[esc(name), value] for name, value in fields if value]
+    return tag(
+        "div",
+        _table(["", ""], rows, [16, 84]).replace("<thead><tr><th", '<thead style="display:none"><tr><th', 1),
+        cls="msdebug-dump msdebug-node-detail",
+        style=_BOX,
     )
 
 
@@ -265,17 +507,50 @@ def text_memory(view) -> str:
 
 def html_memory(view) -> str:
     rows = [
-        [esc(row.name), esc(f"{size_text(row.inputs)} ({row.count[0]})"), esc(f"{size_text(row.workspaces)} ({row.count[1]})"),
-         esc(f"{size_text(row.outputs)} ({row.count[2]})"), tag("b", esc(size_text(row.total)))]
+        [
+            middle(row.name, 48),
+            esc(f"{size_text(row.inputs)} ({row.count[0]})"),
+            esc(f"{size_text(row.workspaces)} ({row.count[1]})"),
+            esc(f"{size_text(row.outputs)} ({row.count[2]})"),
+            tag("b", esc(size_text(row.total))),
+        ]
         for row in view.rows
     ]
+    inputs, workspaces, outputs = view.totals
+    head = tag("div", esc("memory per kernel"), style=STRONG) + tag(
+        "div",
+        middle(_base(view.file), 60)
+        + esc(
+            f": inputs {size_text(inputs)}, workspaces {size_text(workspaces)}, "
+            f"outputs {size_text(outputs)}, total {size_text(sum(view.totals))}"
+        ),
+        style=NOTE + ";" + _BOX,
+    )
+    picture = ""
+    if len(view.rows) > 4:  # a handful of rows read fine as a table; dozens want bars
+        from .svg import bar_chart
+
+        top = view.rows[:20]
+        picture = bar_chart(
+            [_short_kernel(r.name) for r in top],
+            [r.total / 1e3 for r in top],
+            width=560,
+            title=f"largest {len(top)} kernels",
+            unit="kB",
+        )
     return tag(
         "div",
-        tag("div", esc(_memory_head(view)), style=STRONG)
+        head
         + _note(_showing(len(view.rows), view.total, "kernels") + ", largest first; (n) = number of addresses")
-        + _table(["kernel", "inputs", "workspaces", "outputs", "total"], rows),
+        + picture
+        + _table(["kernel", "inputs", "workspaces", "outputs", "total"], rows, [36, 16, 16, 16, 16], {0}),
         cls="msdebug-dump",
+        style=_BOX,
     )
+
+
+def _short_kernel(name: str) -> str:
+    return name.rsplit("/", 1)[-1] if "/" in name else name
 
 
 # --------------------------------------------------------------------------- diff
@@ -303,22 +578,104 @@ def text_diff(diff) -> str:
     return "\n".join(lines)
 
 
+_COLOUR = {"appeared": "color:#1a7f37", "vanished": "color:#cf222e", "changed": "color:#9a6700"}
+
+
 def html_diff(diff) -> str:
-    colour = {"appeared": "color:#1a7f37", "vanished": "color:#cf222e", "changed": "color:#9a6700"}
+    def sides(row) -> str:
+        # Before above after, in one column: the "after" side is never pushed off-screen.
+        before = tag("div", tag("span", "− ", style=_COLOUR["vanished"]) + esc(row.before)) if row.before else ""
+        after = tag("div", tag("span", "+ ", style=_COLOUR["appeared"]) + esc(row.after)) if row.after else ""
+        return before + after
+
     rows = [
-        [tag("span", esc(row.change), style=colour[row.change]), tag("b", esc(row.op)), esc(row.key),
-         esc(row.before), esc(row.after)]
+        [
+            tag("span", esc(row.change), style=_COLOUR[row.change]),
+            tag("b", esc(row.op)),
+            middle(row.key, 48),
+            sides(row),
+        ]
         for row in diff.rows
     ]
     ops = ", ".join(f"{esc(op)} {a}→{b}" for op, a, b in diff.op_changes[:_MAX_OPS])
     total = sum(diff.counts.values())
+    c = diff.counts
+    head = tag(
+        "div",
+        middle(_base(diff.before), 50)
+        + esc(f" ({diff.nodes[0]} nodes) → ")
+        + middle(_base(diff.after), 50)
+        + esc(f" ({diff.nodes[1]} nodes)"),
+        style=STRONG + ";" + _BOX,
+    ) + tag(
+        "div",
+        tag("span", esc(f"{c['appeared']} appeared"), style=_COLOUR["appeared"])
+        + ", "
+        + tag("span", esc(f"{c['vanished']} vanished"), style=_COLOUR["vanished"])
+        + ", "
+        + tag("span", esc(f"{c['changed']} changed"), style=_COLOUR["changed"]),
+    )
     return tag(
         "div",
-        tag("div", esc(_diff_head(diff)), style=STRONG)
-        + (tag("div", "ops: " + ops, style=NOTE) if ops else "")
+        head
+        + (tag("div", "ops: " + ops, style=NOTE + ";" + _BOX) if ops else "")
         + _note(_showing(len(diff.rows), total, "differences"))
-        + _table(["change", "op", "scope", "before", "after"], rows, [LEFT, LEFT, _MONO, _MONO, _MONO]),
+        + _table(["change", "op", "scope", "before / after"], rows, [9, 16, 25, 50], {3}),
         cls="msdebug-dump",
+        style=_BOX,
+    )
+
+
+# --------------------------------------------------------------------------- .dot
+
+
+def _dot_head(view) -> str:
+    return f"{view.file}: Graphviz file, {len(view.nodes)} nodes, {len(view.edges)} edges, {size_text(view.size)}"
+
+
+def text_dot(view) -> str:
+    lines = [_dot_head(view)]
+    clusters = dict(view.clusters)
+    for node_id, texts, cluster in view.nodes[:200]:
+        where = f"  [{clusters.get(cluster, '')}]" if clusters.get(cluster) else ""
+        lines.append(f"  {' · '.join(texts) or node_id}{where}")
+    if len(view.nodes) > 200:
+        lines.append(f"  showing 200 of {len(view.nodes)} nodes")
+    if view.truncated:
+        lines.append("  (only the first 8 MiB were read)")
+    return "\n".join(lines)
+
+
+def html_dot(view) -> str:
+    from .svg import GraphBox, graph_drawing
+
+    clusters = dict(view.clusters)
+    boxes = []
+    order = {cluster: number for number, (cluster, _) in enumerate(view.clusters, 1)}
+    kinds = ("Primitive", "NameSpace", "Symbol")
+    for node_id, texts, cluster in view.nodes:
+        # MindSpore's labels say the kind first ("Primitive", "Return"): the name is what to read.
+        kind, name = (
+            (texts[0], texts[1]) if len(texts) > 1 and texts[0] in kinds else ("", texts[0] if texts else node_id)
+        )
+        scope = f"{clusters[cluster]} #{order[cluster]}" if cluster in clusters else ""
+        boxes.append(
+            GraphBox(
+                node_id, name, sub=kind, op=kind or name.split("(")[0], scope=scope, tip="\n".join(texts) or node_id
+            )
+        )
+    picture = graph_drawing(boxes, list(view.edges), max_nodes=120)
+    return tag(
+        "div",
+        tag("div", middle(_base(view.file), 80), style=STRONG + ";" + _BOX)
+        + _note(
+            f"Graphviz file (save_graphs level 3): {len(view.nodes)} nodes, {len(view.edges)} edges, "
+            f"{size_text(view.size)}; drawn by msdebug, no Graphviz needed"
+            + ("; only the first 8 MiB were read" if view.truncated else "")
+        )
+        + tag("div", picture, style="max-height:560px;overflow-y:auto;overflow-x:hidden"),
+        cls="msdebug-dump",
+        style=_BOX,
     )
 
 
@@ -393,7 +750,14 @@ def html_rdr_status(status) -> str:
     if status.exported:
         shown = status.exported[:10]
         items = "".join(tag("li", esc(p)) for p in shown)
-        parts.append(tag("ul", items) + (_note(f"showing {len(shown)} of {len(status.exported)} files") if len(shown) < len(status.exported) else ""))
+        parts.append(
+            tag("ul", items)
+            + (
+                _note(f"showing {len(shown)} of {len(status.exported)} files")
+                if len(shown) < len(status.exported)
+                else ""
+            )
+        )
     for note in status.notes:
         parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
     return tag("div", "".join(parts), cls="msdebug-dump")
