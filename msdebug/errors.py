@@ -1,11 +1,18 @@
 """Errors raised by msdebug's library code.
 
-The magic layer turns every :class:`MsDebugError` into IPython's own ``UsageError``.
+The magic layer turns every :class:`MsDebugError` into IPython's own ``UsageError``. Raised
+from a method call (``explorer.graph('no_such_stage')``), an :class:`MsDebugError` still shows
+as its message in IPython, not as a traceback through msdebug: IPython asks an exception for
+``_render_traceback_()`` before it formats one, so this works without the extension loaded
+and without taking IPython's single custom-exception slot (``set_custom_exc``) from anyone.
 """
 
 from __future__ import annotations
 
 import difflib
+import linecache
+import os
+import textwrap
 from collections.abc import Iterable
 
 __all__ = [
@@ -20,11 +27,51 @@ __all__ = [
     "DumpError",
     "DumpFormatError",
     "did_you_mean",
+    "wrap_message",
 ]
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_WIDTH = 100
+_MAX_FRAMES = 4
 
 
 class MsDebugError(Exception):
     """Base class: a one-line message that says what was wrong and what is allowed."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the message, wrapped at word boundaries
+        (a notebook's error box breaks long lines anywhere, mid-word), and, when the call came
+        through the person's own functions, one line per function that led to it."""
+        lines = wrap_message(f"{type(self).__name__}: {self}").splitlines()
+        callers = _callers(self.__traceback__)
+        if len(callers) > 1:  # the first is the cell itself, which the person is looking at
+            lines += [f"  (from {where})" for where in callers[1:][-_MAX_FRAMES:]]
+        return lines
+
+
+def wrap_message(text: str, width: int = _WIDTH) -> str:
+    """``text`` broken at word boundaries into lines of at most ``width`` characters, the
+    following lines indented; words longer than a line (paths) stay whole."""
+    return "\n".join(
+        textwrap.fill(part, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        for part in text.splitlines() or [""]
+    )
+
+
+def _callers(tb) -> list[str]:
+    """``f(), line 3: code`` for each frame of the traceback outside msdebug's own package."""
+    out = []
+    while tb is not None and tb.tb_frame.f_code.co_name != "<module>":
+        tb = tb.tb_next  # IPython's own frames, up to the cell (a script has none)
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
+        if not path.startswith(_PACKAGE):
+            source = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            name = "the cell" if code.co_name == "<module>" else f"{code.co_name}()"
+            out.append(f"{name}, line {tb.tb_lineno}" + (f": {source}" if source else ""))
+        tb = tb.tb_next
+    return out
 
 
 class UnknownKeyError(MsDebugError, LookupError):

@@ -12,15 +12,18 @@ from __future__ import annotations
 import linecache
 import re
 import textwrap
+from collections.abc import Callable
 
-__all__ = ["cell_code", "cell_number", "is_cell", "remember"]
+__all__ = ["add_namer", "cell_code", "cell_number", "is_cell", "remember", "remove_namer"]
 
 _CELL = re.compile(r"(?:^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 _MAX_LINES = 12
 _MAX_NAMES = 10_000
 
-# file name -> the execution count of the cell run from it most recently, in this process.
+# file name -> the execution count of the cell run from it, as told by remember().
 _numbers: dict[str, int] = {}
+# Functions file name -> execution count or None, added by the IPython layer (the shell knows).
+_namers: list[Callable[[str], int | None]] = []
 
 
 def remember(path: str, number: int) -> None:
@@ -31,8 +34,26 @@ def remember(path: str, number: int) -> None:
         del _numbers[next(iter(_numbers))]
 
 
+def add_namer(namer: Callable[[str], int | None]) -> None:
+    """Ask ``namer`` for the execution count behind a file name (first answer wins)."""
+    if namer not in _namers:
+        _namers.append(namer)
+
+
+def remove_namer(namer: Callable[[str], int | None]) -> None:
+    if namer in _namers:
+        _namers.remove(namer)
+
+
 def cell_number(path: str) -> int | None:
     """The execution count of the cell behind ``path``, when this process ran it."""
+    for namer in _namers:
+        try:
+            number = namer(path)
+        except Exception:  # noqa: BLE001 - a namer that fails leaves the cell unnamed, nothing more
+            number = None
+        if number is not None:
+            return number
     return _numbers.get(path)
 
 

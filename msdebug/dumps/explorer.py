@@ -309,7 +309,8 @@ class Explorer(_Rendered):
                 if "Did you mean" in str(error) or " matches " in str(error):
                     raise
                 stages = [f.label for f in where.stages()]
-                have = f" It has {len(stages)} stages ({', '.join(stages[:3])}{' ...' if len(stages) > 3 else ''})"
+                more = f" and {len(stages) - 3} more" if len(stages) > 3 else ""
+                have = f" It has {len(stages)} stages ({', '.join(stages[:3])}{more})"
                 graphs_ = [f.label for f in where.of_kind("graph")]
                 have += f" and kernel graphs {', '.join(graphs_[:4])}." if graphs_ else "."
                 raise DumpError(f"{error}{have}") from None
@@ -372,9 +373,8 @@ class Explorer(_Rendered):
             from ..keys import did_you_mean
 
             dots = [f.stem for f in self.saved.family("dot")] if self.saved is not None else []
-            have = f" It has {len(dots)} .dot files" + (
-                f": {', '.join(dots[:4])}{' ...' if len(dots) > 4 else ''}." if dots else "."
-            )
+            more = f" and {len(dots) - 4} more" if len(dots) > 4 else ""
+            have = f" It has {len(dots)} .dot files" + (f": {', '.join(dots[:4])}{more}." if dots else ".")
             raise DumpError(f"no .dot file in {self.path} is called {name!r}." + (did_you_mean(name, dots) or have))
         dot = graphs.read_dot(found.path)
         return DotView(

@@ -144,9 +144,8 @@ class GraphsDir:
 
         pool = [f.stem for f in candidates] + [f.stage[1] for f in candidates if f.stage]
         stages = [f.stem for f in self.family("stage")] or [f.stem for f in candidates]
-        have = f" It has {len(candidates)} IR files" + (
-            f", stages {', '.join(stages[:4])}{' ...' if len(stages) > 4 else ''}." if stages else "."
-        )
+        more = f" and {len(stages) - 4} more" if len(stages) > 4 else ""
+        have = f" It has {len(candidates)} IR files" + (f", stages {', '.join(stages[:4])}{more}." if stages else ".")
         raise DumpError(f"no IR file in {self.root} is called {text!r}." + (did_you_mean(text, pool) or have))
 
 

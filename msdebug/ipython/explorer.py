@@ -9,9 +9,9 @@ an op filter, two stages are diffed. The display bundle keeps the static summary
 ``text/html`` and its text as ``text/plain``: what nbval compares, exported HTML shows and a
 terminal prints.
 
-The same layer names notebook cells: a ``pre_run_cell`` hook tells
-:func:`msdebug.dumps.cells.remember` which execution count each cell file belongs to, so
-source lines read "cell [14], line 12".
+The same layer names notebook cells: it gives :mod:`msdebug.dumps.cells` a namer that asks
+the shell which execution count a cell file belongs to, so source lines read
+"cell [14], line 12".
 """
 
 from __future__ import annotations
@@ -36,26 +36,16 @@ _ROWS = 10
 
 
 class CellNames:
-    """``pre_run_cell`` hook: remember the execution count of the file each cell runs from."""
+    """Which ``In [N]`` a cell file belongs to: IPython's own map, the one its tracebacks use
+    for "Cell In[14], line 12" (filled when a cell is compiled, so a view in the same cell
+    already names it)."""
 
     def __init__(self, shell) -> None:
         self.shell = shell
 
-    def __call__(self, info=None) -> None:
-        raw = getattr(info, "raw_cell", None)
-        if not raw:
-            return
-        try:
-            name = self.shell.compile.get_code_name(raw, raw, self.shell.execution_count)
-        except Exception:  # noqa: BLE001 - a compiler without file names: cells stay unnamed
-            return
-        cells.remember(name, self.shell.execution_count)
-
-    def seed(self) -> None:
-        """Name the cells run before msdebug was loaded (IPython's own file -> number map)."""
-        for name, number in dict(getattr(self.shell.compile, "_filename_map", {}) or {}).items():
-            if isinstance(name, str) and isinstance(number, int):
-                cells.remember(name, number)
+    def __call__(self, path: str) -> int | None:
+        number = (getattr(self.shell.compile, "_filename_map", None) or {}).get(path)
+        return number if isinstance(number, int) else None
 
 
 _hooks: dict[int, CellNames] = {}
@@ -91,18 +81,15 @@ def register(shell) -> None:
     if id(shell) in _hooks:
         return
     names = CellNames(shell)
-    names.seed()
-    shell.events.register("pre_run_cell", names)
+    cells.add_namer(names)
     _hooks[id(shell)] = names
 
 
 def unregister(shell) -> None:
     """Undo :func:`register`."""
     names = _hooks.pop(id(shell), None)
-    if names is None:
-        return
-    if names in shell.events.callbacks["pre_run_cell"]:
-        shell.events.unregister("pre_run_cell", names)
+    if names is not None:
+        cells.remove_namer(names)
     shell.display_formatter.mimebundle_formatter.pop(Explorer, None)
 
 
@@ -373,7 +360,9 @@ class ExplorerWidget:
             counts = list(self.explorer.stage_nodes().stages)
             pair = (names[0], names[min(1, len(names) - 1)]) if names else ("", "")
             if len(counts) > 1:  # open on the stage that changed the graph most
-                i = max(range(1, len(counts)), key=lambda i: (abs(counts[i][1] - counts[i - 1][1]), -i))
+                change = [counts[i][1] - counts[i - 1][1] for i in range(len(counts))]
+                # The biggest change; on a tie a cut (what the optimizer does) before a growth.
+                i = max(range(1, len(counts)), key=lambda i: (abs(change[i]), change[i] < 0, -i))
                 pair = (counts[i - 1][0], counts[i][0])
             with self._quietly():
                 self.before.options = names
