@@ -197,7 +197,8 @@ def test_the_cli_prints_a_binary_file(tmp_path):
     out = subprocess.run([sys.executable, "-m", "msdebug", "print-file", str(DATA / "training.pb")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[1:4] == ["step", "Int32 scalar", "0"]
+    # A scalar reads on the line of its name (it took three lines: "step", "Int32 scalar", "0").
+    assert out.stdout.splitlines()[1:7] == ["step 0", "loss: 1.0", "step 1", "loss: 0.5", "step 2", "loss: 0.333333"]
     (tmp_path / "bad.pb").write_bytes(b"\x0a\x40\xff\xfe")
     out = subprocess.run([sys.executable, "-m", "msdebug", "print-file", str(tmp_path / "bad.pb")],
                          capture_output=True, text=True, timeout=120)

@@ -1,23 +1,55 @@
-"""PrintLog -> escaped HTML and plain text. Bounded: at most ``MAX_ITEMS`` items in HTML."""
+"""PrintLog -> escaped HTML and plain text.
+
+Bounded: a long log shows its first and its last items with "N items hidden" between them
+(the end is where a run went wrong). A scalar printed after its name (``Print("loss:", x)``)
+reads as one line, ``loss: 0.25``, and a name printed with a scalar in most steps gets a line
+chart of its values. Duck-typed: a tensor is an item with ``shape`` and ``dtype``.
+"""
 
 from __future__ import annotations
 
-from ..printfile import PrintedTensor, PrintLog
+import math
+import re
+from typing import Any
+
 from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
 
-__all__ = ["html_print_log", "text_print_log", "tensor_summary", "MAX_ITEMS"]
+__all__ = ["MAX_ITEMS", "MAX_LINES", "html_print_log", "scalar_series", "tensor_summary", "text_print_log"]
 
-MAX_ITEMS = 200
+MAX_ITEMS = 200  # items shown in HTML: the first and the last half of them
+MAX_LINES = 2000  # lines of text/plain: the same, for the text form
 _MAX_TENSOR_CHARS = 4000
 _OPEN_BELOW = 12  # tensors printed in fewer lines are shown open
-_PRE = "margin:0;white-space:pre-wrap"
+_PRE = "margin:0;white-space:pre-wrap;overflow-wrap:anywhere"
+_HIDDEN = "color:#777;border-top:1px dashed #bbb;border-bottom:1px dashed #bbb;margin:2px 0;padding:1px 0"
+_MAX_SERIES = 6
+_NAME = re.compile(r"^\s*([A-Za-z_][\w .\-/]{0,40}?)\s*[:=]?\s*$")
+_PAIR = re.compile(
+    r"([A-Za-z_][\w.]{0,30})(?:\s+is|\s*[:=])?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)(?=[\s,;)]|$)"
+)
+
+
+def _is_tensor(item: Any) -> bool:
+    return hasattr(item, "shape") and hasattr(item, "dtype")
 
 
 def _number(value) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    if not isinstance(value, float):
+        return str(value)
+    text = f"{value:.6g}"
+    return text if any(c in text for c in ".enia") else text + ".0"  # a float still reads as one
 
 
-def tensor_summary(tensor: PrintedTensor) -> str:
+def _scalar(item: Any) -> Any:
+    """The value of a fully printed scalar tensor, else None."""
+    if not _is_tensor(item) or item.shape != () or item.partial:
+        return None
+    values = item.values if item.values is not None else (item.shown[0] if item.shown else None)
+    value = getattr(values, "item", lambda: values)()
+    return value if isinstance(value, (int, float, bool, complex, str)) else None
+
+
+def tensor_summary(tensor) -> str:
     """``Float32 [2, 3] · min 0 · max 5 · mean 2.5`` (+ NaN / Inf counts, partial marker)."""
     stats = tensor.stats()
     if tensor.shape == () and not tensor.partial:
@@ -34,39 +66,116 @@ def tensor_summary(tensor: PrintedTensor) -> str:
     return " · ".join(parts)
 
 
-def _header(log: PrintLog, shown: int) -> str:
+def _label(item: Any) -> str | None:
+    """``loss`` for a text item ``"loss:"`` that names the value printed after it."""
+    if _is_tensor(item):
+        return None
+    match = _NAME.match(str(item))
+    return match.group(1) if match else None
+
+
+def _lines(items) -> list[tuple[str, Any]]:
+    """Items grouped into what one line shows: ``("scalar", (label, item))`` for a name and
+    its scalar, ``("tensor", item)``, ``("text", item)``."""
+    out: list[tuple[str, Any]] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        following = items[index + 1] if index + 1 < len(items) else None
+        if _is_tensor(item):
+            out.append(("scalar", ("", item)) if _scalar(item) is not None else ("tensor", item))
+        elif following is not None and _scalar(following) is not None and _label(item) is not None:
+            out.append(("scalar", (str(item).rstrip(), following)))
+            index += 1
+        else:
+            out.append(("text", item))
+        index += 1
+    return out
+
+
+def scalar_series(items) -> dict[str, list[float]]:
+    """Scalars printed under one name in order: ``{"loss": [1.0, 0.5, ...]}``, from
+    ``Print("loss:", x)`` pairs and from text such as ``step 3 loss 0.25``. Names seen fewer
+    than three times, counters (0, 1, 2 ...) and constants are left out."""
+    series: dict[str, list[float]] = {}
+    for kind, content in _lines(items):
+        if kind == "scalar" and content[0]:
+            value = _scalar(content[1])
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                series.setdefault(_label(content[0]) or content[0], []).append(float(value))
+        elif kind == "text":
+            for name, number in _PAIR.findall(str(content)):
+                series.setdefault(name, []).append(float(number))
+    return {
+        name: values
+        for name, values in series.items()
+        if len(values) >= 3 and not _counter(values) and len(set(values)) > 1
+    }
+
+
+def _counter(values: list[float]) -> bool:
+    """A step or epoch number (0, 1, 2 ...): it is the x axis, not worth a chart of its own."""
+    return all(b - a == 1 for a, b in zip(values, values[1:], strict=False))
+
+
+def _header(log, shown: int, lines: int) -> str:
     items = log.items
-    tensors = [item for item in items if isinstance(item, PrintedTensor)]
+    tensors = [item for item in items if _is_tensor(item)]
     partial = sum(1 for t in tensors if t.partial)
-    lines = sum(1 for item in items if not isinstance(item, PrintedTensor))
-    text = f"{lines} text line{'s' * (lines != 1)} · {len(tensors)} tensor{'s' * (len(tensors) != 1)}"
+    texts = len(items) - len(tensors)
+    text = f"{texts} text line{'s' * (texts != 1)} · {len(tensors)} tensor{'s' * (len(tensors) != 1)}"
     if partial:
         text += f" ({partial} partial)"
     if log.source != "captured":
         text += f" · {log.source} {log.path}"
     elif log.path:
         text += f" · also written to {log.path}"
-    if shown < len(items):
-        text += f" · showing {shown} of {len(items)} items (all of them are in .items and .text)"
+    if shown < lines:
+        text += f" · showing the first and last {shown // 2} of {lines} lines (all of them are in .items and .text)"
     return text
 
 
-def text_print_log(log: PrintLog) -> str:
-    """Captured output: exactly the text printed. A binary file: one line per item."""
+def _head_tail(count: int, limit: int) -> tuple[range, range]:
+    if count <= limit:
+        return range(count), range(0)
+    half = limit // 2
+    return range(half), range(count - half, count)
+
+
+def _bounded_text(text: str) -> str:
+    lines = text.split("\n")
+    head, tail = _head_tail(len(lines), MAX_LINES)
+    if not tail:
+        return text
+    hidden = len(lines) - len(head) - len(tail)
+    return "\n".join(
+        [*lines[: len(head)], f"… {hidden} lines hidden (all of them are in .text) …", *lines[tail.start :]]
+    )
+
+
+def text_print_log(log) -> str:
+    """Captured output: exactly the text printed (a long one: its head and its tail). A
+    binary file: one line per item, a scalar on the line of its name."""
     if log.source == "binary file":
-        body = "\n".join(
-            f"{tensor_summary(item)}\n{item.values!s}" if isinstance(item, PrintedTensor) else str(item)
-            for item in log.items
-        )
-        text = f"{_header(log, len(log.items))}\n{body}"
+        body = []
+        for kind, content in _lines(log.items):
+            if kind == "scalar":
+                label, item = content
+                body.append(f"{label} {_number(_scalar(item))}".strip())
+            elif kind == "tensor":
+                body.append(f"{tensor_summary(content)}\n{content.values!s}")
+            else:
+                body.append(str(content))
+        lines = _lines(log.items)
+        text = _bounded_text(f"{_header(log, len(lines), len(lines))}\n" + "\n".join(body))
     else:
-        text = log.text[:-1] if log.text.endswith("\n") else log.text
+        text = _bounded_text(log.text[:-1] if log.text.endswith("\n") else log.text)
     if log.note:
         text += f"\n(msdebug: {log.note})"
     return text
 
 
-def _tensor_html(tensor: PrintedTensor) -> str:
+def _tensor_html(tensor) -> str:
     printed = tensor.text or str(tensor.values)
     if len(printed) > _MAX_TENSOR_CHARS:
         printed = printed[:_MAX_TENSOR_CHARS] + f"\n… ({len(printed) - _MAX_TENSOR_CHARS} more characters in .items)"
@@ -77,20 +186,80 @@ def _tensor_html(tensor: PrintedTensor) -> str:
     return f'<details{opened} class="ms-tensor" style="{mark}">{summary}{values}</details>'
 
 
-def html_print_log(log: PrintLog) -> str:
-    items = log.items[:MAX_ITEMS]
-    parts = [tag("div", esc(_header(log, len(items))), cls="ms-summary", style=f"{STRONG};{NOTE}")]
+def _scalar_html(label: str, tensor) -> str:
+    value = _number(_scalar(tensor))
+    bad = isinstance(_scalar(tensor), float) and not math.isfinite(_scalar(tensor))
+    shown = tag("b", esc(value), style="color:#cf222e" if bad else "")
+    return tag(
+        "div",
+        (esc(label) + " " if label else "")
+        + shown
+        + tag("span", esc(f"  {tensor.dtype}"), style=NOTE + ";font-size:90%"),
+        cls="ms-scalar",
+        style="font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere",
+    )
+
+
+def _chart(items) -> str:
+    series = scalar_series(items)
+    if not series:
+        return ""
+    from .svg import line_chart
+
+    names = sorted(series, key=lambda name: -len(series[name]))[:_MAX_SERIES]
+    # Each name on its own scale: a loss near 0.1 next to a step counter near 1000 is a flat line.
+    charts = [
+        line_chart(
+            {name: series[name]},
+            width=460,
+            height=110,
+            title=f"{name} ({len(series[name])} values)",
+            x_label="printed in order",
+        )
+        for name in names
+    ]
+    return tag(
+        "div",
+        "".join(tag("div", chart, style="display:inline-block;max-width:100%;margin:0 8px 4px 0") for chart in charts),
+        cls="ms-print-chart",
+        style="max-width:100%",
+    )
+
+
+def html_print_log(log) -> str:
+    lines = _lines(log.items)
+    head, tail = _head_tail(len(lines), MAX_ITEMS)
+    parts = [
+        tag("div", esc(_header(log, len(head) + len(tail), len(lines))), cls="ms-summary", style=f"{STRONG};{NOTE}")
+    ]
+    parts.append(_chart(log.items))
     run: list[str] = []
-    for item in items:
-        if isinstance(item, PrintedTensor):
-            if run:
-                parts.append(tag("pre", esc("\n".join(run)), style=_PRE))
-                run = []
-            parts.append(_tensor_html(item))
-        else:
-            run.append(str(item))
-    if run:
-        parts.append(tag("pre", esc("\n".join(run)), style=_PRE))
+
+    def flush() -> None:
+        if run:
+            parts.append(tag("pre", esc("\n".join(run)), style=_PRE))
+            run.clear()
+
+    for numbers in (head, tail):
+        if numbers is tail and tail:
+            flush()
+            hidden = len(lines) - len(head) - len(tail)
+            parts.append(
+                tag(
+                    "div",
+                    esc(f"… {hidden} items hidden (all of them are in .items and .text) …"),
+                    cls="ms-hidden",
+                    style=_HIDDEN,
+                )
+            )
+        for number in numbers:
+            kind, content = lines[number]
+            if kind == "text":
+                run.append(str(content))
+                continue
+            flush()
+            parts.append(_scalar_html(*content) if kind == "scalar" else _tensor_html(content))
+    flush()
     if log.note:
         parts.append(tag("div", esc(f"msdebug: {log.note}"), style=FADED))
-    return tag("div", "".join(parts), cls="msdebug ms-print")
+    return tag("div", "".join(parts), cls="msdebug ms-print", style="max-width:100%")
