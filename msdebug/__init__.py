@@ -70,11 +70,12 @@ def restore(snap):
     return settings.restore(snap)
 
 
-def table(changed: bool = False):
-    """The context as a table (rich HTML in a notebook, text elsewhere)."""
+def table(changed: bool = False, all_keys: bool = False):
+    """The context as a table (rich HTML in a notebook, text elsewhere); ``all_keys`` unfolds
+    the keys that do nothing on this device and names the removed ones."""
     from . import settings
 
-    return settings.state(changed_only=changed)
+    return settings.state(changed_only=changed, all_keys=all_keys)
 
 
 def describe(key: str):

@@ -136,6 +136,8 @@ class ContextState:
     rows: tuple[Row, ...]
     changed_only: bool = False
     hidden_removed: int = 0
+    all_keys: bool = False  # the table shows every key unfolded (%mscontext --all)
+    removed: tuple[str, ...] = ()  # keys of other versions, removed or ignored in this one
 
     def groups(self) -> list[tuple[str, list[Row]]]:
         """Rows by catalog group, in :data:`GROUPS` order, empty groups left out."""
@@ -256,8 +258,12 @@ def _default(backend: _backend.Backend, key: ContextKey) -> Any:
     return None
 
 
-def state(changed_only: bool = False) -> ContextState:
-    """The whole context: one :class:`Row` per key of the installed MindSpore."""
+def state(changed_only: bool = False, all_keys: bool = False) -> ContextState:
+    """The whole context: one :class:`Row` per key of the installed MindSpore.
+
+    The table folds the keys that do nothing on this device behind "show all"; with
+    ``all_keys`` it shows them, and names the removed and ignored keys too.
+    """
     backend = _backend.get_backend()
     device = backend.device()
     live = backend.live_keys()
@@ -273,7 +279,7 @@ def state(changed_only: bool = False) -> ContextState:
             continue
         note = _row_note(backend, key, device)
         rows.append(Row(key, value, default, changed, key.applies_to(device.target), note))
-    hidden = sum(1 for k in CATALOG.values() if not k.available_in(backend.version) or k.ignored)
+    removed = tuple(name for name, k in CATALOG.items() if not k.available_in(backend.version) or k.ignored)
     return ContextState(
         version=backend.version,
         device=device,
@@ -281,7 +287,9 @@ def state(changed_only: bool = False) -> ContextState:
         launch_blocking=backend.launch_blocking(),
         rows=tuple(rows),
         changed_only=changed_only,
-        hidden_removed=hidden,
+        hidden_removed=len(removed),
+        all_keys=all_keys,
+        removed=removed,
     )
 
 

@@ -16,7 +16,6 @@ __all__ = [
     "text_state",
 ]
 
-_OPEN_GROUPS = ("Execution", "Device", "Debugging and dumps")
 _TEXT_VALUE_WIDTH = 44
 
 
@@ -77,35 +76,80 @@ def text_state(state) -> str:
     return "\n".join(lines)
 
 
+_COLUMNS = ("key", "value", "default", "platforms", "status")
+_WIDTHS = (22, 17, 14, 9, 38)
+_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse"
+_CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere"
+# A value never breaks mid-word (PYNATIVE_MODE (1)); a long one is cut, the whole of it on hover.
+_VALUE = "text-align:left;vertical-align:top;white-space:nowrap;overflow:hidden;text-overflow:ellipsis"
+_GROUP = f"{LEFT};{STRONG};padding-top:6px;border-bottom:1px solid #ccc"
+
+
+def _grouped_table(groups: list[tuple[str, list]]) -> str:
+    """One table for every group (the columns line up), a heading row per group."""
+    cols = "".join(f'<col style="width:{w}%">' for w in _WIDTHS)
+    head = "".join(tag("th", esc(h), style=_CELL) for h in _COLUMNS)
+    body = "".join(
+        tag("tr", f'<th colspan="5" style="{_GROUP}">{esc(f"{title} ({len(rows)})")}</th>', "ms-group")
+        + "".join(_html_row(row) for row in rows)
+        for title, rows in groups
+    )
+    return f'<table style="{_TABLE}"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
 def html_state(state) -> str:
     parts = [tag("div", esc(state.summary()), "ms-summary", STRONG)]
     groups = state.groups()
     if not groups:
         note = "Every key has its default value." if state.changed_only else "No keys."
         parts.append(tag("div", esc(note), "ms-note", NOTE))
-    for title, rows in groups:
-        head = "".join(tag("th", esc(h), style=LEFT) for h in ("key", "value", "default", "platforms", "status"))
-        body = "".join(_html_row(row) for row in rows)
-        table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        opened = " open" if state.changed_only or title in _OPEN_GROUPS else ""
-        summary = tag("summary", esc(f"{title} ({len(rows)})"), style=STRONG)
-        parts.append(f"<details{opened}>{summary}{table}</details>")
-    legend = "marked and bold: differs from its default · faded: does nothing on this device"
-    if state.hidden_removed:
-        legend += f" · {state.hidden_removed} removed or ignored keys not listed (%mscontext KEY explains one)"
-    parts.append(tag("div", esc(legend), "ms-note", NOTE))
+        return tag("div", "".join(parts), "msdebug")
+    # What matters here first; keys that do nothing on this device one click away.
+    shown = [(title, [r for r in rows if r.applies or r.changed]) for title, rows in groups]
+    folded = [(title, [r for r in rows if not (r.applies or r.changed)]) for title, rows in groups]
+    shown, folded = [g for g in shown if g[1]], [g for g in folded if g[1]]
+    if shown:
+        parts.append(_grouped_table(shown))
+    inert = sum(len(rows) for _, rows in folded)
+    if inert or (state.removed and not state.changed_only):
+        device = state.device.target
+        words = [f"{inert} keys that do nothing on {device}"] if inert else []
+        if state.removed and not state.changed_only:
+            words.append(f"{len(state.removed)} removed or ignored keys")
+        body = _grouped_table(folded) if folded else ""
+        if state.removed and not state.changed_only:
+            body += tag(
+                "div",
+                esc(
+                    f"removed or ignored in MindSpore {state.version}: {', '.join(state.removed)} (%mscontext KEY explains one)"
+                ),
+                "ms-note",
+                NOTE,
+            )
+        summary = tag("summary", esc("show all: " + " · ".join(words)), style=NOTE)
+        parts.append(f"<details{' open' if state.all_keys else ''}>{summary}{body}</details>")
+    parts.append(
+        tag(
+            "div",
+            esc("marked and bold: differs from its default · faded: does nothing on this device"),
+            "ms-note",
+            NOTE,
+        )
+    )
     return tag("div", "".join(parts), "msdebug")
 
 
 def _html_row(row) -> str:
     classes = " ".join(c for c in ("ms-changed" if row.changed else "", "" if row.applies else "ms-inert") if c)
     status = esc(status_text(row.key)) + (tag("div", esc(row.note), "ms-note", NOTE) if row.note else "")
+    value, default = value_text(row.key, row.value), value_text(row.key, row.default)
     cells = (
-        tag("td", tag("code", esc(row.key.name)), style=f"{LEFT};{CHANGED_MARK}" if row.changed else LEFT),
-        tag("td", tag("code", esc(value_text(row.key, row.value))), "ms-value", f"{LEFT};{STRONG}" if row.changed else LEFT),
-        tag("td", tag("code", esc(value_text(row.key, row.default))), style=LEFT),
-        tag("td", esc(platforms_text(row.key)), style=LEFT),
-        tag("td", status, style=LEFT),
+        tag("td", tag("code", esc(row.key.name)), style=f"{_CELL};{CHANGED_MARK}" if row.changed else _CELL),
+        f'<td class="ms-value" title="{esc(value)}" style="{_VALUE};{STRONG if row.changed else ""}">'
+        f"{tag('code', esc(value))}</td>",
+        f'<td title="{esc(default)}" style="{_VALUE}">{tag("code", esc(default))}</td>',
+        tag("td", esc(platforms_text(row.key)), style=_CELL),
+        tag("td", status, style=_CELL),
     )
     return tag("tr", "".join(cells), classes, "" if row.applies else FADED)
 
@@ -160,7 +204,8 @@ def text_key_info(info) -> str:
 def html_key_info(info) -> str:
     key = info.key
     rows = "".join(
-        tag("tr", tag("th", esc(name), style=LEFT) + tag("td", esc(text), style=LEFT)) for name, text in _info_fields(info)
+        tag("tr", tag("th", esc(name), style=LEFT) + tag("td", esc(text), style=LEFT))
+        for name, text in _info_fields(info)
     )
     title = tag("div", tag("code", esc(key.name)) + esc(f" ({key.kind.label})"), "ms-summary", STRONG)
     return tag("div", title + tag("div", esc(key.help)) + f"<table>{rows}</table>", "msdebug")
@@ -184,4 +229,7 @@ def text_change_report(report) -> str:
 
 def html_change_report(report) -> str:
     lines = _change_lines(report) or ["nothing changed"]
-    return tag("div", tag("code", "<br>".join(esc(line) for line in lines)), "msdebug")
+    # One block, a line per change: an inline <code> with <br> indents its first line only.
+    body = "".join(tag("div", esc(line)) for line in lines)
+    style = "font-family:monospace;background:rgba(127,127,127,.08);padding:2px 6px;white-space:pre-wrap;overflow-wrap:anywhere"
+    return tag("div", body, "msdebug ms-changes", style)
