@@ -159,7 +159,10 @@ with provisionalcompleter():
     for line in out[1:4]:
         assert line.startswith("usage error: MindSpore is not installed in this environment (")
         assert line.endswith('install it with: pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)')
-    assert out[4] == '  note        MindSpore is not installed here; pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+    assert (
+        out[4]
+        == '  note        MindSpore is not installed here; pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+    )
     assert out[5] == "['graph', 'pynative']"
 
 

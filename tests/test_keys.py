@@ -61,7 +61,17 @@ _UNSETTABLE_DEFAULTS = {"print_file_path", "env_config_path", "op_precision_mode
 
 @pytest.mark.parametrize(
     "typed, expected",
-    [("graph", 0), ("GRAPH", 0), ("GRAPH_MODE", 0), ("0", 0), ("pynative", 1), ("PYNATIVE_MODE", 1), ("1", 1), (0, 0), (1, 1)],
+    [
+        ("graph", 0),
+        ("GRAPH", 0),
+        ("GRAPH_MODE", 0),
+        ("0", 0),
+        ("pynative", 1),
+        ("PYNATIVE_MODE", 1),
+        ("1", 1),
+        (0, 0),
+        (1, 1),
+    ],
 )
 def test_mode_spellings(typed, expected):
     assert CATALOG["mode"].coerce(typed) == expected
@@ -87,7 +97,9 @@ def test_save_graphs_accepts_true_as_two_like_mindspore():
     assert CATALOG["save_graphs"].coerce("false") == 0
 
 
-@pytest.mark.parametrize("typed, expected", [("CPU", ("CPU", None)), ("cpu:0", ("CPU", 0)), ("Ascend:3", ("Ascend", 3))])
+@pytest.mark.parametrize(
+    "typed, expected", [("CPU", ("CPU", None)), ("cpu:0", ("CPU", 0)), ("Ascend:3", ("Ascend", 3))]
+)
 def test_device_shorthand(typed, expected):
     assert SHORTHANDS["device"].coerce(typed) == expected
 

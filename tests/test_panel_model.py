@@ -184,7 +184,11 @@ def test_every_kind_of_control_writes_through_apply(ip):
     panel.controls["max_call_depth"].value = 321  # int
     panel.controls["save_graphs_path"].value = "graphs-here"  # text
     panel.controls["jit_config"].value = '{"jit_level": "O1"}'  # JSON
-    assert (ms.get_context("mode"), ms.get_context("pynative_synchronize"), ms.get_context("check_bprop")) == (0, True, True)
+    assert (ms.get_context("mode"), ms.get_context("pynative_synchronize"), ms.get_context("check_bprop")) == (
+        0,
+        True,
+        True,
+    )
     assert (ms.get_context("save_graphs"), ms.get_context("max_call_depth")) == (1, 321)
     assert ms.get_context("save_graphs_path").endswith("/graphs-here")  # MindSpore keeps the real path
     assert panel.controls["save_graphs_path"].value == ms.get_context("save_graphs_path")
