@@ -134,10 +134,6 @@ class Backend:
             return self._devices.get_device_id()
         if name in self._frozen_by_reading:
             raise KeyError(f"{name} is never read: reading it would freeze it")
-        if name == "print_file_path" and not self.writes_print_files():
-            from ..capture import active_print_file
-
-            return active_print_file()
         if name in self._attributes:
             return getattr(self._ctx, name)
         return self._handle.get_param(self._params[name])
@@ -168,7 +164,7 @@ class Backend:
 
     def writes_print_files(self) -> bool:
         """Whether MindSpore itself honours ``print_file_path`` here (only on Ascend; on CPU
-        and GPU it ignores the key, and msdebug writes the file instead)."""
+        and GPU it ignores the key)."""
         return self.read("device_target") == "Ascend"
 
     def launch_blocking(self) -> bool:
@@ -179,11 +175,6 @@ class Backend:
 
     def write(self, name: str, value: Any) -> None:
         """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
-        if name == "print_file_path" and not self.writes_print_files():
-            from ..capture import set_print_file
-
-            set_print_file(value)
-            return
         try:
             if not self._direct:
                 with self.quiet():
@@ -210,11 +201,6 @@ class Backend:
         Dict keys are restored as attributes only: their entries are separate keys
         (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
         """
-        if name == "print_file_path" and not self.writes_print_files():
-            from ..capture import set_print_file
-
-            set_print_file(raw, resume=True)
-            return
         try:
             if name == "mode":
                 self._ctx.set_mode(raw)
