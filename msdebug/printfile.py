@@ -28,6 +28,7 @@ __all__ = [
     "PrintedTensor",
     "PrintedText",
     "parse_text",
+    "read_appended",
     "read_print_file",
     "write_print_file",
     "DTYPES",
@@ -464,6 +465,25 @@ def read_print_file(path: str | os.PathLike, format: str = "auto") -> PrintLog: 
         if format == "binary" or not _looks_like_text(data) or _first_record_ok(data):
             raise error from None
     return PrintLog(data, None, "text file", name)
+
+
+def read_appended(path: str | os.PathLike, offset: int) -> PrintLog | None:
+    """What a binary print file gained after byte ``offset`` (MindSpore appends one Print value
+    per call on Ascend), decoded; None when nothing was appended.
+
+    Raises
+    ------
+    PrintFileError
+        When the file cannot be read or the new bytes are not whole Print values.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError as error:
+        raise PrintFileError(f"cannot read {name}: {error.strerror}.") from None
+    return PrintLog(data, decode_print_bytes(data, name), "binary file", name) if data else None
 
 
 def _looks_like_text(data: bytes) -> bool:

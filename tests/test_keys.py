@@ -7,7 +7,7 @@ import pytest
 from msdebug import keys
 from msdebug.backend import get_backend
 from msdebug.errors import InvalidValueError, UnknownKeyError
-from msdebug.ipython.magics.context import parse_line
+from msdebug.ipython.magics.context import CONTEXT
 from msdebug.keys import CATALOG, GROUPS, SHORTHANDS, UNSET, lookup
 
 
@@ -51,7 +51,7 @@ def test_every_entry_is_complete(name):
         assert key.part_of[0] in CATALOG
     if key.default in (None, UNSET) or name in _UNSETTABLE_DEFAULTS:
         return
-    assignments, _, _ = parse_line(f"{name}={key.kind.typed(key.default)}")
+    assignments = CONTEXT.parse(f"{name}={key.kind.typed(key.default)}").settings
     assert key.coerce(assignments[name]) == key.default
 
 
