@@ -46,7 +46,7 @@ def panel() -> Panel:
 def _print_capture() -> bool | None:
     """Whether msdebug captures every cell's Print output (``%msprint on``); ``None`` where
     msdebug is not loaded in a shell (there is no cell to capture)."""
-    from .extension import active
+    from .prefs import active
 
     prefs = active()
     return None if prefs is None else bool(prefs.print_capture)
@@ -215,7 +215,7 @@ class Panel:
     def _set_capture(self, change) -> None:
         if self._syncing:
             return
-        from .extension import active
+        from .prefs import active
 
         prefs = active()
         if prefs is None:
@@ -304,10 +304,11 @@ class Panel:
 
     def _write_rdr(self, _button=None) -> None:
         self.error = ""
-        rdr = controls.check_rdr(self.rdr["enable"].value, self.rdr["mode"].value, self.rdr["path"].value.strip())
         current = self.model["env_config_path"].value if self._has("env_config_path") else ""
-        path = controls.write_env_config(rdr, based_on=current or "")
-        self._settings.apply({"env_config_path": path})
+        path = controls.write_rdr(
+            self.rdr["enable"].value, self.rdr["mode"].value, self.rdr["path"].value.strip(), based_on=current or ""
+        )
+        self._settings.apply({"env_config_path": str(path)})
         self._rdr_note.value = tag("div", esc(f"wrote {path} and set env_config_path to it"), style=NOTE)
 
     def _has(self, name: str) -> bool:
@@ -403,10 +404,10 @@ class Panel:
         path = model["env_config_path"].value if self._has("env_config_path") else ""
         if path != self._env_config_seen:
             self._env_config_seen = path
-            rdr, problem = controls.read_rdr(path if isinstance(path, str) else "")
-            self.rdr["enable"].value = rdr.get("enable") is True
-            self.rdr["mode"].value = rdr.get("mode") if rdr.get("mode") in (1, 2) else 1
-            self.rdr["path"].value = rdr.get("path") if isinstance(rdr.get("path"), str) else ""
+            config, problem = controls.read_rdr(path if isinstance(path, str) else "")
+            self.rdr["enable"].value = bool(config and config.rdr_enable)
+            self.rdr["mode"].value = (config and config.rdr_mode) or 1
+            self.rdr["path"].value = (config and config.rdr_path) or ""
             if problem and not reason:
                 self._rdr_note.value = tag("div", esc(problem), style=_ERROR)
 

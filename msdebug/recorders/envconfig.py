@@ -36,6 +36,7 @@ __all__ = [
     "env_settings",
     "rdr_status",
     "rdr_supported",
+    "rdr_unavailable",
 ]
 
 LAST_RDR_VERSION = (2, 7, 0)
@@ -117,6 +118,16 @@ def rdr_supported(version: str | None = None) -> bool:
     return version is not None and version_tuple(version) <= LAST_RDR_VERSION
 
 
+def rdr_unavailable(version: str) -> str:
+    """Why RDR cannot be used with MindSpore ``version``, or ``""`` where it exists."""
+    if rdr_supported(version):
+        return ""
+    return (
+        f"MindSpore {version} has no Running Data Recorder (removed after 2.7.0); "
+        "it ignores the rdr section of env_config.json"
+    )
+
+
 def _ignored_note(version: str | None) -> str:
     return (
         f"MindSpore {version} ignores RDR (removed after 2.7.0): rdr.enable, rdr.mode, rdr.path and MS_RDR_* "
@@ -131,6 +142,8 @@ _TOO_LATE = (
 
 
 # --------------------------------------------------------------------------- EnvConfig
+
+_WRITTEN: set[Path] = set()  # files EnvConfig.write created or rewrote in this process
 
 
 class EnvConfig:
@@ -267,7 +280,13 @@ class EnvConfig:
         except OSError as error:
             raise MsDebugError(f"{target}: cannot write it ({error.strerror or error}).") from None
         self.path = target
+        _WRITTEN.add(target)
         return target
+
+    @staticmethod
+    def wrote(path: str | os.PathLike) -> bool:
+        """Whether msdebug wrote the file at ``path`` in this process (so it may rewrite it)."""
+        return Path(os.path.abspath(os.fspath(path))) in _WRITTEN
 
     # -- applying
 
