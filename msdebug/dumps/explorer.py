@@ -543,7 +543,7 @@ class Explorer(_Rendered):
 
     def pb(self, name: str, rank: int | None = None) -> PbSummary:
         """A ``.pb`` graph file (RDR ``SESSION.graph_build.<gid>`` or ``ms_output_*``)."""
-        from .. import backend
+        from ..backend.protos import anf_ir_model
 
         if self.tree is not None:
             path = self.tree.rank(rank).find(name, kinds=("graph_pb",)).path
@@ -559,7 +559,7 @@ class Explorer(_Rendered):
         except OSError as error:
             raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
         try:
-            model = backend.anf_ir_model(data)
+            model = anf_ir_model(data)
         except ValueError as error:
             raise DumpFormatError(f"{path}: not a mindspore.irpb.ModelProto ({error})") from None
         if model is None:
