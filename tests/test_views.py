@@ -59,3 +59,17 @@ def test_help_for_a_key_removed_from_this_version(ip):
     assert "status      removed in MindSpore 2.5; use a dump configuration file named by" in text
     assert "not available in the installed MindSpore" in text
     assert "current" not in text
+
+
+def test_the_table_folds_what_does_nothing_here_and_all_unfolds_it(ip):
+    short = ip.run_line_magic("mscontext", "")._repr_html_()
+    every = ip.run_line_magic("mscontext", "--all")
+    html = every._repr_html_()
+    folded = short[short.index("<details") :]
+    assert "<details>" in short and "<details open>" in html
+    # Keys for other devices sit behind "show all"; the ones that work here come first.
+    assert "enable_graph_kernel" in folded and "max_call_depth" not in folded
+    assert "enable_dump" in html and "enable_dump" not in repr(ip.run_line_magic("mscontext", ""))
+    assert "removed or ignored in MindSpore " in repr(every) and "enable_dump" in repr(every)
+    # A value never breaks mid-word: nowrap, cut with the whole value on hover.
+    assert 'title="PYNATIVE_MODE (1)"' in short and "white-space:nowrap" in short

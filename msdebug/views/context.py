@@ -71,7 +71,9 @@ def text_state(state) -> str:
             head = "  ".join(cell[i].ljust(widths[i]) for i in range(1, 5))
             lines.append(f"{cell[0]} {head}  {cell[5]}".rstrip())
     lines += ["", "* differs from its default; inert: does nothing on this device"]
-    if state.hidden_removed:
+    if state.all_keys and state.removed:
+        lines.append(f"removed or ignored in MindSpore {state.version}: {', '.join(state.removed)}")
+    elif state.hidden_removed:
         lines.append(f"{state.hidden_removed} removed or ignored keys are not listed; %mscontext KEY explains one")
     return "\n".join(lines)
 

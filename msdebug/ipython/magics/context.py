@@ -17,6 +17,7 @@ CONTEXT = Spec(
     line=Form(
         options=(
             Option("--changed", help="only the keys that differ from their defaults"),
+            Option("--all", help="every key, also those that do nothing on this device, and the removed ones"),
             Option("--reset", help="back to the context when msdebug was loaded"),
             Option("--panel", help="a settings panel (ipywidgets)"),
         ),
@@ -42,6 +43,8 @@ class ContextMagics(Magics):
 
             %mscontext                      table of every key: value, default, platforms, status
             %mscontext --changed            only the keys that differ from their defaults
+            %mscontext --all                also the keys that do nothing on this device (folded
+                                            behind "show all" by default) and the removed ones
             %mscontext mode                 what one key means, its allowed values, default, status
             %mscontext mode=graph           set keys (validated first; all or nothing)
             %mscontext device=CPU:0         device_target and device_id together
@@ -82,7 +85,7 @@ class ContextMagics(Magics):
             from ..panel import panel
 
             return panel()
-        return settings.state(changed_only=flags == ["--changed"])
+        return settings.state(changed_only=flags == ["--changed"], all_keys=flags == ["--all"])
 
 
 def _run_scoped(shell, args: Parsed) -> Any:
