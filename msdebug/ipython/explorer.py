@@ -297,10 +297,12 @@ class ExplorerWidget:
 
     def _exec_pane(self) -> None:
         w = self._w
-        self.kernels = w.Select(options=[], rows=_ROWS, layout=w.Layout(width="100%"))
+        self.kernels = w.Select(options=[], rows=_ROWS, layout=w.Layout(width="98%"))
         self.node_detail = self._html()
         self.exec_table = self._html()
-        self.show_in_graph = w.Button(description="show in its graph", icon="sitemap", disabled=True)
+        self.show_in_graph = w.Button(
+            description="show in its graph", icon="sitemap", disabled=True, layout=w.Layout(width="auto")
+        )
         self._exec_rows: list = []
         self.kernels.observe(lambda _: self._show_kernel(), names="value")
         self.show_in_graph.on_click(lambda _: self._kernel_in_graph())
@@ -320,6 +322,7 @@ class ExplorerWidget:
                     (f"{row.index:>3}  {row.op}  {row.fullname or row.name}", number)
                     for number, row in enumerate(view.rows)
                 ]
+                self.kernels.rows = max(2, min(_ROWS, len(view.rows)))
                 if view.rows:
                     self.kernels.value = 0
             self._show_kernel()
@@ -398,7 +401,7 @@ class ExplorerWidget:
         self.dot_view = self._html()
         dots = self.explorer.saved.family("dot")
         self.dot_list = w.Select(
-            options=[(f.stem, f.stem) for f in dots[:_MAX_OPTIONS]], rows=_ROWS, layout=w.Layout(width="100%")
+            options=[(f.stem, f.stem) for f in dots[:_MAX_OPTIONS]], rows=_ROWS, layout=w.Layout(width="98%")
         )
         self.dot_list.observe(lambda _: self._show_dot(), names="value")
 

@@ -6,6 +6,8 @@ are bounded by the models (``limit``) and say "showing N of M".
 
 from __future__ import annotations
 
+import re
+
 from ._html import FADED, NOTE, STRONG, esc, tag
 
 __all__ = [
@@ -315,13 +317,17 @@ def _scope_parent(scope: str) -> str:
     return scope.rsplit("/", 1)[0] if "/" in scope else ""
 
 
+_ABSTRACT_TENSOR = re.compile(r"<(?:Ref\[)?Tensor\[(\w+)\]\]?, \(([^)]*)\)[^<>]*>")
+_ABSTRACT_PLAIN = re.compile(r"<([\w\[\]]+), (?:NoShape|TupleShape\(\)|ListShape\(\))>")
+
+
 def _short_type(text: str) -> str:
-    """``(<Tensor[Float32], (1, 2)>)`` -> ``Float32 (1, 2)``: what a reader scans for."""
+    """``(<Tensor[Float32], (1, 2)>, <Bool, NoShape>)`` -> ``Float32 (1, 2), Bool``: what a reader scans for."""
     text = text.strip()
     if text.startswith("(") and text.endswith(")"):
         text = text[1:-1]
-    for old, new in (("<Ref[Tensor[", "<Ref "), ("<Tensor[", "<"), ("]]", ""), ("]", ""), (", NoShape", "")):
-        text = text.replace(old, new)
+    text = _ABSTRACT_TENSOR.sub(r"\1 (\2)", text)
+    text = _ABSTRACT_PLAIN.sub(r"\1", text)
     return text.replace("<", "").replace(">", "")
 
 

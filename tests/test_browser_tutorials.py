@@ -1,0 +1,155 @@
+"""Every tutorial in a real JupyterLab at 1280 px, driven through Debian's Chromium (see lab.py).
+
+For each notebook in notebooks/, every code cell is run as a person runs it (Shift+Enter), then:
+no output scrolls sideways (``scrollWidth <= clientWidth`` for every output), and the browser
+console shows no error. In tutorial 04 the explorer is clicked through: a kernel of the
+execution order opens its IR node, "show in its graph" opens that node in its graph, a click on
+a stage opens the stage's graph.
+
+Screenshots go to the test's temporary directory; with ``MSDEBUG_SCREENSHOTS=DIR`` also to
+``DIR`` (``docs/screenshots`` holds the ones README shows).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lab import browser_marks, chromium, jupyterlab, open_notebook
+
+pytestmark = browser_marks
+
+REPO = Path(__file__).resolve().parents[1]
+TUTORIALS = sorted(path.name for path in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDTH = 1280
+
+# Console lines that are JupyterLab's own and say nothing about msdebug's outputs.
+BENIGN = (
+    re.compile(r"Failed to load resource: the server responded with a status of 404"),
+    re.compile(r"Connection lost, reconnecting"),
+)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab serving copies of notebooks/ and tests/data/ (the tutorials read ../tests/data)."""
+    scratch = tmp_path_factory.mktemp("lab")
+    with jupyterlab(scratch) as lab:
+        shutil.copytree(REPO / "notebooks", lab.root / "notebooks")
+        shutil.copytree(REPO / "tests" / "data", lab.root / "tests" / "data")
+        yield lab
+
+
+def _shots(tmp_path: Path) -> list[Path]:
+    places = [tmp_path]
+    if os.environ.get("MSDEBUG_SCREENSHOTS"):
+        places.append(Path(os.environ["MSDEBUG_SCREENSHOTS"]))
+        places[-1].mkdir(parents=True, exist_ok=True)
+    return places
+
+
+def _shoot(locator, tmp_path: Path, name: str, height: int = 760) -> None:
+    """A picture of the top of ``locator`` (the notebook scrolls inside its panel, so only what
+    is on screen can be photographed)."""
+    locator.evaluate("element => element.scrollIntoView({block: 'start'})")
+    page = locator.page
+    box = locator.bounding_box()
+    visible = min(box["height"], height, page.viewport_size["height"] - box["y"])
+    first, *others = _shots(tmp_path)
+    clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": visible}
+    page.screenshot(path=str(first / name), clip=clip)
+    for place in others:
+        shutil.copy(first / name, place / name)
+
+
+def _run_every_code_cell(page, notebook: str, lab) -> tuple:
+    from playwright.sync_api import expect
+
+    count = len(nbformat.read(REPO / "notebooks" / notebook, as_version=4).cells)
+    cells = open_notebook(page, lab, f"notebooks/{notebook}", cells=count)
+    code = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+    for index in range(code.count()):
+        cell = code.nth(index)
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        # "[*]:" while it runs, "[N]:" once done (errors included: some cells show mistakes).
+        expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
+    return cells, code
+
+
+_OVERFLOW = """
+() => Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output'))
+    .map((el, i) => ({i, scroll: el.scrollWidth, client: el.clientWidth,
+                      text: (el.innerText || '').slice(0, 80)}))
+    .filter(o => o.scroll > o.client + 1)
+"""
+
+
+@pytest.mark.parametrize("notebook", TUTORIALS)
+def test_tutorial_fits_the_notebook_without_console_errors(lab, tmp_path, notebook):
+    from playwright.sync_api import expect
+
+    errors: list[str] = []
+    with chromium(width=WIDTH, height=900) as page:
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+        _, code = _run_every_code_cell(page, notebook, lab)
+        expect(
+            page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
+        ).to_have_count(1)
+        outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+        assert outputs.count() > 0
+        # Widgets lay out after their models arrive: let every output settle before measuring.
+        page.wait_for_timeout(1000)
+        overflowing = page.evaluate(_OVERFLOW)
+        if notebook.startswith("04_"):
+            _click_through_the_explorer(page, code, tmp_path)
+            overflowing += page.evaluate(_OVERFLOW)
+        if notebook.startswith("03_"):
+            binary = code.filter(has_text="binary = msdebug.read_print_file").locator(".jp-OutputArea-output")
+            binary.scroll_into_view_if_needed()
+            _shoot(binary, tmp_path, "print_log_scalars.png")
+    assert overflowing == [], f"{notebook}: outputs wider than the notebook at {WIDTH} px: {overflowing}"
+    real = [e for e in errors if not any(pattern.search(e) for pattern in BENIGN)]
+    assert real == [], f"{notebook}: browser console errors: {real}"
+
+
+def _click_through_the_explorer(page, code, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    explorer = code.filter(has_text="rdr = msdebug.open_dump('rdr_mode2')").locator(".msdebug-explorer")
+    explorer.scroll_into_view_if_needed()
+    expect(explorer).to_contain_text("nodes per pipeline stage")
+    _shoot(explorer, tmp_path, "explorer_summary.png")
+
+    explorer.locator(".lm-TabBar-tab", has_text="Execution order").click()
+    kernels = explorer.locator("select").first
+    expect(kernels.locator("option")).to_have_count(4)
+    kernels.select_option(index=2)  # the third kernel: ReduceSum
+    detail = explorer.locator(".msdebug-node-detail")
+    expect(detail).to_contain_text("PrimFunc_ReduceSum")
+    expect(detail).to_contain_text("at line 47 of")
+    expect(detail).to_contain_text("Float32 ()")
+    _shoot(explorer, tmp_path, "explorer_exec_order.png")
+
+    explorer.locator("button", has_text="show in its graph").click()
+    graph_pane = explorer.locator(".lm-TabBar-tab.lm-mod-current", has_text="Graphs")
+    expect(graph_pane).to_have_count(1)
+    expect(explorer).to_contain_text("1 nodes (matching 'Expand/_SumExt/ReduceSum-op0')")
+
+    search = explorer.locator("input[type=text]:visible")
+    search.fill("")
+    search.press("Enter")
+    explorer.locator("select:visible").nth(0).select_option(index=0)  # the family: pipeline stages
+    stages = explorer.locator("select:visible").nth(1)
+    expect(stages.locator("option")).to_have_count(24)
+    stages.select_option(index=12)  # PIPELINE.12_optimize
+    expect(explorer).to_contain_text("PIPELINE.12_optimize.")
+    expect(explorer.locator("svg.msdebug-graph")).to_have_count(1)
+    _shoot(explorer, tmp_path, "explorer_graph.png")
