@@ -83,11 +83,20 @@ def _run_every_code_cell(page, notebook: str, lab) -> tuple:
     return cells, code
 
 
+# An output is too wide when it, or a box inside it that scrolls or clips (JupyterLab's own
+# scrolling areas, msdebug's HTML widgets), holds more than it shows.
 _OVERFLOW = """
-() => Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output'))
-    .map((el, i) => ({i, scroll: el.scrollWidth, client: el.clientWidth,
-                      text: (el.innerText || '').slice(0, 80)}))
-    .filter(o => o.scroll > o.client + 1)
+() => {
+  const wide = el => el.scrollWidth > el.clientWidth + 1;
+  const boxes = el => [el, ...Array.from(el.querySelectorAll('*')).filter(inner => {
+    const x = getComputedStyle(inner).overflowX;
+    return x === 'auto' || x === 'scroll' || (x === 'hidden' && inner.closest('.widget-html'));
+  })];
+  const panel = '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output';
+  return Array.from(document.querySelectorAll(panel)).flatMap((el, i) =>
+    boxes(el).filter(wide).map(box => ({i, box: box.className || box.tagName, scroll: box.scrollWidth,
+                                        client: box.clientWidth, text: (el.innerText || '').slice(0, 80)})));
+}
 """
 
 

@@ -93,6 +93,11 @@ def unregister(shell) -> None:
     shell.display_formatter.mimebundle_formatter.pop(Explorer, None)
 
 
+def _option(text: str, width: int = 44) -> str:
+    """A list entry short enough for its box (a list that scrolls sideways hides the counts)."""
+    return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width - width // 2) :]
+
+
 def _error_html(error: Exception) -> str:
     text = str(error) if isinstance(error, MsDebugError) else f"{type(error).__name__}: {error}"
     return tag("div", esc(text), style=_ERROR)
@@ -116,7 +121,7 @@ class ExplorerWidget:
         self.timings: dict[str, float] = {}
         self._quiet = False
         started = time.perf_counter()
-        self.tabs = w.Tab(layout=w.Layout(width="100%"))
+        self.tabs = w.Tab(layout=w.Layout(width="auto"))
         self._panes: list[tuple[str, Any, Any]] = []  # title, box, fill (called on first view)
         if explorer.kind == "ir":
             self._graph_pane(single=True)
@@ -137,19 +142,19 @@ class ExplorerWidget:
         self.tabs.observe(self._on_tab, names="selected_index")
         self.tabs.selected_index = 0
         self._fill(0)
-        self.widget = w.VBox([self.tabs], layout=w.Layout(width="100%", max_width="100%"))
+        self.widget = w.VBox([self.tabs], layout=w.Layout(width="auto", max_width="100%"))
         self.widget.add_class("msdebug-explorer")
         self.timings["first render"] = time.perf_counter() - started
 
     # -- panes
 
     def _pane(self, title: str, children: list, fill=None) -> Any:
-        box = self._w.VBox(children, layout=self._w.Layout(width="100%", overflow="hidden"))
+        box = self._w.VBox(children, layout=self._w.Layout(width="auto", overflow="hidden"))
         self._panes.append((title, box, fill))
         return box
 
     def _html(self, value: str = "") -> Any:
-        return self._w.HTML(value, layout=self._w.Layout(width="100%", overflow="hidden"))
+        return self._w.HTML(value, layout=self._w.Layout(width="auto", overflow="hidden"))
 
     def _summary_pane(self) -> None:
         self.summary = self._html()
@@ -166,12 +171,12 @@ class ExplorerWidget:
         e = self.explorer
         out: list[tuple[str, list[tuple[str, str]]]] = []
         counts = dict(e.stage_nodes().stages)
-        stages = [(f"{name}  ({counts[name]} nodes)" if name in counts else name, name) for name in e.stages()]
+        stages = [(_option(f"{name}  ({counts[name]} nodes)" if name in counts else name), name) for name in e.stages()]
         if stages:
             out.append(("pipeline stages", stages))
         if e.tree is not None:
             rank = e.tree.rank(None)
-            kernel = [(f.label, f.label) for f in rank.of_kind("graph")]
+            kernel = [(_option(f.label), f.label) for f in rank.of_kind("graph")]
             if kernel:
                 out.append(("kernel graphs", kernel))
         elif e.saved is not None:
@@ -182,7 +187,9 @@ class ExplorerWidget:
                     continue
                 files = [f for f in e.saved.family(family) if f.ext == "ir" or f.family == "trace"]
                 if files:
-                    out.append((title, [(f.relative if family == "verbose" else f.stem, f.relative) for f in files]))
+                    out.append(
+                        (title, [(_option(f.relative if family == "verbose" else f.stem), f.relative) for f in files])
+                    )
         return out
 
     def _graph_pane(self, single: bool = False) -> None:
@@ -211,16 +218,16 @@ class ExplorerWidget:
         self.more_files = self._html()
         self.family.observe(lambda _: self._list_family(), names="value")
         self.stage_list.observe(lambda _: self._open_graph(), names="value")
-        left = w.VBox([self.family, self.stage_list, self.more_files], layout=w.Layout(width="42%"))
+        left = w.VBox([self.family, self.stage_list, self.more_files], layout=w.Layout(width="44%"))
         right = w.VBox(
             [
                 self.search,
                 self.op,
                 self._html(tag("div", esc("click a file to open its graph; search and op filter it"), style=NOTE)),
             ],
-            layout=w.Layout(width="58%"),
+            layout=w.Layout(width="54%"),
         )
-        self._pane("Graphs", [w.HBox([left, right], layout=w.Layout(width="100%")), self.graph_view], self._graph_fill)
+        self._pane("Graphs", [w.HBox([left, right], layout=w.Layout(width="auto")), self.graph_view], self._graph_fill)
 
     def _graph_fill(self) -> None:
         if self.stage_list is None:
@@ -297,7 +304,7 @@ class ExplorerWidget:
 
     def _exec_pane(self) -> None:
         w = self._w
-        self.kernels = w.Select(options=[], rows=_ROWS, layout=w.Layout(width="98%"))
+        self.kernels = w.Select(options=[], rows=_ROWS, layout=w.Layout(width="96%"))
         self.node_detail = self._html()
         self.exec_table = self._html()
         self.show_in_graph = w.Button(
@@ -319,7 +326,7 @@ class ExplorerWidget:
             )
             with self._quietly():
                 self.kernels.options = [
-                    (f"{row.index:>3}  {row.op}  {row.fullname or row.name}", number)
+                    (_option(f"{row.index:>3}  {row.op}  {row.fullname or row.name}", 96), number)
                     for number, row in enumerate(view.rows)
                 ]
                 self.kernels.rows = max(2, min(_ROWS, len(view.rows)))
@@ -355,8 +362,8 @@ class ExplorerWidget:
     def _diff_pane(self) -> None:
         w = self._w
         self.diff_view = self._html()
-        self.before = w.Dropdown(options=[], description="before", layout=w.Layout(width="48%"))
-        self.after = w.Dropdown(options=[], description="after", layout=w.Layout(width="48%"))
+        self.before = w.Dropdown(options=[], description="before", layout=w.Layout(width="47%"))
+        self.after = w.Dropdown(options=[], description="after", layout=w.Layout(width="47%"))
 
         def fill() -> None:
             names = [name for _, files in self._families()[:2] for _, name in files][:_MAX_OPTIONS]
@@ -376,7 +383,7 @@ class ExplorerWidget:
 
         self.before.observe(lambda _: self._show_diff(), names="value")
         self.after.observe(lambda _: self._show_diff(), names="value")
-        self._pane("Diff", [w.HBox([self.before, self.after], layout=w.Layout(width="100%")), self.diff_view], fill)
+        self._pane("Diff", [w.HBox([self.before, self.after], layout=w.Layout(width="auto")), self.diff_view], fill)
 
     def _show_diff(self) -> None:
         if self._quiet:
@@ -401,7 +408,9 @@ class ExplorerWidget:
         self.dot_view = self._html()
         dots = self.explorer.saved.family("dot")
         self.dot_list = w.Select(
-            options=[(f.stem, f.stem) for f in dots[:_MAX_OPTIONS]], rows=_ROWS, layout=w.Layout(width="98%")
+            options=[(_option(f.stem, 96), f.stem) for f in dots[:_MAX_OPTIONS]],
+            rows=_ROWS,
+            layout=w.Layout(width="96%"),
         )
         self.dot_list.observe(lambda _: self._show_dot(), names="value")
 
