@@ -328,7 +328,7 @@ def state(changed_only: bool = False, all_keys: bool = False) -> ContextState:
         changed = None if value is UNREAD or default is None else value != default
         if changed_only and not changed:
             continue
-        note = _row_note(backend, key, device)
+        note = _row_note(backend, key)
         rows.append(Row(key, value, default, changed, key.applies_to(device.target), note))
     removed = tuple(name for name, k in CATALOG.items() if not k.available_in(backend.version) or k.ignored)
     return ContextState(
@@ -344,11 +344,9 @@ def state(changed_only: bool = False, all_keys: bool = False) -> ContextState:
     )
 
 
-def _row_note(backend: _backend.Backend, key: ContextKey, device: _backend.DeviceState) -> str:
+def _row_note(backend: _backend.Backend, key: ContextKey) -> str:
     if key.name == "pynative_synchronize" and backend.launch_blocking():
         return "on through mindspore.runtime.launch_blocking(), which cannot be undone"
-    if key.name == "device_id" and not device.configured:
-        return "from mindspore.get_current_device(); reading it with get_context would freeze it"
     if key.freezes_on_read and not backend.readable(key.name):
         return (
             "as set by msdebug; not read back, reading it would freeze it"
@@ -375,7 +373,7 @@ def describe(name: str) -> KeyInfo:
             else f"not available in the installed MindSpore {version}"
         )
         return KeyInfo(key, version, device=device.target, available=False, problem=problem)
-    note = _row_note(backend, key, device)
+    note = _row_note(backend, key)
     extra = (_device_facts(device) if name in _DEVICE_KEYS else ()) + ((note,) if note else ())
     return KeyInfo(
         key, version, value=_canonical(backend, key), default=_default(backend, key), device=device.target, extra=extra

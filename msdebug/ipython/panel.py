@@ -369,10 +369,16 @@ class Panel:
             if state.control.widget == "switch":
                 widget.description = "on" if shown else "off"
                 widget.button_style = "success" if shown else ""
+            if state.control.widget == "toggle_buttons":
+                # The pressed button is only a shade darker: a tick says which mode is on.
+                values = [option[1] if isinstance(option, tuple) else option for option in widget.options]
+                widget.icons = ["check" if value == shown else "" for value in values]
         style = f"{CHANGED_MARK};padding-left:4px;{STRONG}" if state.changed else "padding-left:7px"
         body = tag("code", esc(name), style="background:none")
         self._labels[name].value = f'<span title="{esc(state.control.key.help)}" style="{style}">{body}</span>'
-        note = state.disabled or state.note
+        lock = self.model.device_lock
+        # The device lock is said once, under the device controls; here it is only a tooltip.
+        note = "" if lock and state.disabled == lock else state.disabled or state.note
         style = f"{NOTE};font-size:11px;line-height:14px;padding-left:8px"
         self._notes[name].value = tag("div", esc(note), style=style) if note else ""
 
