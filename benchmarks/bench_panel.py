@@ -36,7 +36,7 @@ def main() -> dict:
 
     import msdebug
     from msdebug import backend, settings
-    from msdebug.extension import refresh_after_cell
+    from msdebug.ipython.extension import refresh_after_cell
 
     ms.log._get_logger().setLevel(logging.ERROR)  # set_context's deprecation lines are not the point here
     live = backend.get_backend()

@@ -7,7 +7,6 @@ Parsing, validation, help, completion and the context table are all derived from
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import json
 import os
@@ -16,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidValueError, UnknownKeyError
+from .errors import InvalidValueError, UnknownKeyError, did_you_mean
 
 __all__ = [
     "ALL_DEVICES",
@@ -65,13 +64,6 @@ class _Unread:
 
 
 UNREAD = _Unread()
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """Return ``" Did you mean 'x'?"`` for the closest candidate, or ``""``."""
-    pool = {c.lower(): c for c in candidates}
-    close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
-    return f" Did you mean {pool[close[0]]!r}?" if close else ""
 
 
 @functools.lru_cache(maxsize=64)

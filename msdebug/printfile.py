@@ -271,15 +271,11 @@ def _scalar(token: str):
 
 def _message_classes():
     """``(Print, Print.Value, source)``: MindSpore's own classes if MindSpore is loaded, else msdebug's."""
-    import sys
+    from .backend.protos import print_pb2
 
-    if "mindspore" in sys.modules:
-        try:
-            from mindspore.train import print_pb2
-
-            return print_pb2.Print, print_pb2.Print.Value, "mindspore.train.print_pb2"
-        except Exception:  # noqa: BLE001 - a print_pb2 built for another protobuf: use ours
-            pass
+    module = print_pb2()
+    if module is not None:
+        return module.Print, module.Print.Value, "mindspore.train.print_pb2"
     return (*_own_classes(), "msdebug")
 
 

@@ -13,8 +13,9 @@ import pytest
 from IPython.core.error import UsageError
 
 import msdebug
-from msdebug import backend, envconfig
-from msdebug.envconfig import EnvConfig, EnvConfigError, RdrWarning, env_settings, rdr_status
+from msdebug import backend
+from msdebug.recorders import envconfig
+from msdebug.recorders.envconfig import EnvConfig, EnvConfigError, RdrWarning, env_settings, rdr_status
 
 LONG = "/" + "a" * 1030
 COMPONENT = "/tmp/" + "b" * 256

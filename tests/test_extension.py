@@ -51,7 +51,7 @@ print("after first magic:", "mindspore" in sys.modules)
 def test_loading_twice_is_harmless_and_unloading_undoes_everything():
     out = lines(
         """
-from msdebug import completion, extension
+from msdebug.ipython import completion, extension
 def state():
     return (
         "mscontext" in ip.magics_manager.magics["line"],

@@ -7,8 +7,8 @@ import pytest
 from msdebug import keys
 from msdebug.backend import get_backend
 from msdebug.errors import InvalidValueError, UnknownKeyError
+from msdebug.ipython.magics.context import parse_line
 from msdebug.keys import CATALOG, GROUPS, SHORTHANDS, UNSET, lookup
-from msdebug.magics import parse_line
 
 
 def test_every_live_key_of_the_installed_mindspore_is_described():

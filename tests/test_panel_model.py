@@ -11,9 +11,10 @@ import mindspore as ms
 import pytest
 
 import msdebug
-from msdebug import controls, settings
+from msdebug import settings
 from msdebug.backend import DeviceState
 from msdebug.errors import InvalidValueError
+from msdebug.ipython import controls
 from msdebug.keys import CATALOG
 
 from helpers import run_python
@@ -299,7 +300,7 @@ def test_sync_says_where_it_acts(ip):
 
 
 def test_the_print_capture_switch_is_msprint_on(ip):
-    from msdebug.extension import preferences
+    from msdebug.ipython.extension import preferences
 
     panel = msdebug.panel()
     try:

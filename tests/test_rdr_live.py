@@ -24,7 +24,7 @@ SCRIPT = """
 import os, warnings
 import numpy as np
 import msdebug
-from msdebug.envconfig import RdrWarning, rdr_status
+from msdebug.recorders.envconfig import RdrWarning, rdr_status
 
 cfg = msdebug.EnvConfig(rdr_enable=True, rdr_mode=2, rdr_path=os.path.abspath("first"))
 cfg.write("mindspore_config.json")

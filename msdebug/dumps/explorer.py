@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import DumpError, DumpFormatError
 from . import cells, graphs, rdr
-from .errors import DumpError, DumpFormatError
 from .ir import IrFile, IrNode, read_ir
 
 __all__ = [

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError
 
 __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError
 from .ir import looks_binary
 
 __all__ = [

@@ -403,7 +403,7 @@ def html_rdr_status(status) -> str:
 
 
 def _save_graphs_head(status) -> str:
-    from ..savegraphs import LEVELS
+    from ..recorders.savegraphs import LEVELS
 
     state = f"level {status.level} ({LEVELS.get(status.level, '?')})" if status.level else "off"
     return f"save_graphs: {state}, into {status.path} (set through the {status.via})"

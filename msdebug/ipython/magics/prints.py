@@ -14,7 +14,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .errors import MsDebugError
+from ...errors import MsDebugError
 
 __all__ = ["PrintMagics", "CellCapture", "ACTIONS"]
 
@@ -50,7 +50,7 @@ class CellCapture:
                 self.shell.events.unregister(name, hook)
 
     def pre(self, info=None) -> None:
-        from . import backend
+        from ... import backend
 
         self.ascend_offset = None
         if backend.is_imported():
@@ -60,7 +60,7 @@ class CellCapture:
                 return
         if not self.every_cell or self.current is not None:
             return
-        from .capture import PrintCapture, active_print_file
+        from ...capture import PrintCapture, active_print_file
 
         if active_print_file():
             return
@@ -87,7 +87,7 @@ class CellCapture:
         """Show what MindSpore appended to its binary print file during the cell."""
         from IPython.display import display
 
-        from .printfile import PrintFileError, PrintLog, decode_print_bytes
+        from ...printfile import PrintFileError, PrintLog, decode_print_bytes
 
         try:
             with open(path, "rb") as handle:
@@ -101,7 +101,7 @@ class CellCapture:
 
 
 def _ascend_print_file() -> str:
-    from .backend import get_backend
+    from ...backend import get_backend
 
     ms = get_backend()
     if not ms.writes_print_files():
@@ -156,8 +156,8 @@ class PrintMagics(Magics):
             raise UsageError(str(error)) from None
 
     def _cell(self, words: list[str], line: str, cell: str) -> Any:
-        from .capture import PrintCapture
-        from .magics import run_body
+        from ...capture import PrintCapture
+        from .context import run_body
 
         path = None
         if words:
@@ -179,12 +179,12 @@ class PrintMagics(Magics):
             print(inspect.cleandoc(self.msprint.__doc__))
             return None
         if len(words) > 1 or (words and words[0] not in ("on", "off", "status")):
-            from .keys import did_you_mean
+            from ...keys import did_you_mean
 
             hint = did_you_mean(words[0], ("on", "off", "status")) if words else ""
             raise UsageError(f"%msprint takes on, off or status, got {' '.join(words)!r}{hint}")
         if words and words[0] in ("on", "off"):
-            from .extension import preferences
+            from ..extension import preferences
 
             preferences(self.shell).print_capture = words[0] == "on"
         return status(self.cells)
@@ -201,8 +201,8 @@ class Status:
 
 
 def status(cells: CellCapture) -> Status:
-    from . import backend
-    from .capture import active_print_file
+    from ... import backend
+    from ...capture import active_print_file
 
     path = active_print_file()
     if path:

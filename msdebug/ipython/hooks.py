@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from . import backend
+from .. import backend
 
 __all__ = ["LEVELS", "CellFiles", "LogLevel"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import backend as _backend
-from .errors import InvalidValueError, MsDebugError
-from .keys import did_you_mean, version_tuple
+from .. import backend as _backend
+from ..errors import InvalidValueError, MsDebugError
+from ..keys import did_you_mean, version_tuple
 
 __all__ = [
     "ENV_VARS",
@@ -294,7 +294,7 @@ class EnvConfig:
                 raise MsDebugError("write the file first, cfg.write('mindspore_config.json'), or pass apply(path=...).")
             if not self.path.exists():
                 self.write(self.path)
-            from . import settings
+            from .. import settings
 
             settings.apply({"env_config_path": str(self.path)})
         for note in notes:
@@ -385,12 +385,12 @@ class RdrStatus:
         raise KeyError(key)
 
     def __repr__(self) -> str:
-        from .views.dumps import text_rdr_status
+        from ..views.dumps import text_rdr_status
 
         return text_rdr_status(self)
 
     def _repr_html_(self) -> str:
-        from .views.dumps import html_rdr_status
+        from ..views.dumps import html_rdr_status
 
         return html_rdr_status(self)
 
@@ -406,7 +406,7 @@ def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = Non
     file_config: EnvConfig | None = None
     extra = list(notes)
     if _backend.is_imported() and version is not None:
-        from . import settings
+        from .. import settings
 
         try:
             config_file = settings.get("env_config_path") or ""
@@ -441,7 +441,7 @@ def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = Non
     path = next(s.value for s in effective if s.key == "rdr.path")
     output = path if isinstance(path, str) and path.startswith("/") else os.getcwd()
     exported: tuple[str, ...] = ()
-    from .dumps.rdr import find_rdr
+    from ..dumps.rdr import find_rdr
 
     try:
         tree = find_rdr(output)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from IPython.core.completer import SimpleCompletion, context_matcher
 
-from . import backend
-from .magics import FLAGS
+from .. import backend
+from .magics.context import FLAGS
 
 __all__ = ["mscontext_matcher", "msprint_matcher", "register", "unregister"]
 
@@ -18,7 +18,7 @@ _NO_MATCH = {"completions": [], "suppress": False}
 
 
 def _settable_names() -> list[str]:
-    from .keys import CATALOG, SHORTHANDS
+    from ..keys import CATALOG, SHORTHANDS
 
     version = backend.installed_version()
     names = [
@@ -40,7 +40,7 @@ def mscontext_matcher(context):
     if fragment.startswith("-"):
         found = [SimpleCompletion(flag, type="param") for flag in FLAGS if flag.startswith(fragment)]
     elif "=" in fragment:
-        from .keys import CATALOG, SHORTHANDS
+        from ..keys import CATALOG, SHORTHANDS
 
         name, _, typed = fragment.partition("=")
         key = CATALOG.get(name) or SHORTHANDS.get(name)

@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidValueError
-from .keys import ALL_DEVICES, CATALOG, GROUPS, UNREAD, UNSET, Choice, ContextKey, Flag, Integer, Table, version_tuple
+from ..errors import InvalidValueError
+from ..keys import ALL_DEVICES, CATALOG, GROUPS, UNREAD, UNSET, Choice, ContextKey, Flag, Integer, Table, version_tuple
 
 __all__ = [
     "Control",
@@ -268,7 +268,7 @@ def model(state, capture: bool | None = None) -> PanelModel:
         if row.key.name not in _TOP:
             by_group.setdefault(row.key.group, []).append(control_state(row))
     groups = tuple((title, tuple(by_group[group])) for group, title in GROUPS if group in by_group)
-    from .backend import first_cell
+    from ..backend import first_cell
 
     return PanelModel(
         summary=summary_line(state, capture),
@@ -290,7 +290,7 @@ def model(state, capture: bool | None = None) -> PanelModel:
 
 
 def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
-    """The ``rdr`` section of env_config.json, checked by :class:`msdebug.envconfig.EnvConfig`
+    """The ``rdr`` section of env_config.json, checked by :class:`msdebug.recorders.envconfig.EnvConfig`
     with MindSpore's own rules (1.6-2.7.0).
 
     MindSpore only logs a warning for a wrong value and silently uses its default; here a
@@ -303,7 +303,7 @@ def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
         For a non-boolean ``enable``, a ``mode`` other than 1 or 2, or a path that is not
         absolute, too long, or uses characters other than ``A-Z a-z 0-9 - _ . /``.
     """
-    from .envconfig import EnvConfig
+    from ..recorders.envconfig import EnvConfig
 
     return EnvConfig(rdr_enable=enable, rdr_mode=mode, rdr_path=path or None).to_dict()["rdr"]
 

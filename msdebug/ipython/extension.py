@@ -11,12 +11,13 @@ import warnings
 from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
-from . import backend, completion
-from .dumpmagics import MAGIC_NAMES as DUMP_MAGICS
-from .dumpmagics import DumpMagics
-from .magics import MsDebugMagics
-from .noise import LEVELS, CellFiles, LogLevel
-from .printmagics import CellCapture, PrintMagics
+from .. import backend
+from . import completion
+from .hooks import LEVELS, CellFiles, LogLevel
+from .magics.context import MsDebugMagics
+from .magics.dumps import MAGIC_NAMES as DUMP_MAGICS
+from .magics.dumps import DumpMagics
+from .magics.prints import CellCapture, PrintMagics
 
 __all__ = ["MsDebug", "active", "hold_during_cell", "load", "preferences", "refresh_after_cell", "unload"]
 
@@ -128,8 +129,8 @@ def load(shell) -> None:
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
-        from . import settings
-        from .errors import MsDebugError
+        from .. import settings
+        from ..errors import MsDebugError
 
         try:
             settings.set_baseline(settings.snapshot())

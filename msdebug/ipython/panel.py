@@ -3,7 +3,7 @@
 The edge: every control writes through :func:`settings.apply` (the validation and backend
 of ``%mscontext``), and every open panel re-reads the context after each write and after
 each cell (:func:`settings.on_change`). Which control a key gets, what it shows and why it
-is locked come from :mod:`msdebug.controls`; ipywidgets is imported only here, and only
+is locked come from :mod:`msdebug.ipython.controls`; ipywidgets is imported only here, and only
 when a panel is built.
 """
 
@@ -14,9 +14,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import MsDebugError, WidgetsMissingError
+from ..views._html import CHANGED_MARK, NOTE, STRONG, esc, tag
 from . import controls
-from .errors import MsDebugError, WidgetsMissingError
-from .views._html import CHANGED_MARK, NOTE, STRONG, esc, tag
 
 __all__ = ["Panel", "panel"]
 
@@ -67,7 +67,7 @@ class Panel:
 
     def __init__(self) -> None:
         self._w = _ipywidgets()
-        from . import settings
+        from .. import settings
 
         self._settings = settings
         self.error = ""
@@ -379,7 +379,7 @@ class Panel:
 
     def text(self) -> str:
         """The panel as plain text: summary, top sections, changed keys."""
-        from .views.panel import text_panel
+        from ..views.panel import text_panel
 
         return text_panel(self.model, self.error)
 

@@ -9,7 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
-from .errors import MsDebugError
+from ...errors import MsDebugError
 
 __all__ = ["DumpMagics", "parse_options", "MAGIC_NAMES"]
 
@@ -22,8 +22,8 @@ def parse_options(line: str, words: tuple[str, ...], options: dict[str, str], ma
     ``words`` are the allowed bare words (at most one), ``options`` the allowed
     ``--option VALUE`` names with what their value is. Raises a one-line ``UsageError``.
     """
-    from .keys import did_you_mean
-    from .magics import _tokens, _unquote
+    from ...keys import did_you_mean
+    from .context import _tokens, _unquote
 
     word = ""
     found: dict[str, str] = {}
@@ -93,7 +93,7 @@ class DumpMagics(Magics):
             print(inspect.cleandoc(self.msrdr.__doc__))
             return None
         try:
-            from . import envconfig
+            from ...recorders import envconfig
 
             if not word:
                 if len(options) > 0:
@@ -106,7 +106,7 @@ class DumpMagics(Magics):
                 raise UsageError(f"%msrdr: --mode is 1 (export on failure) or 2 (also after each compile), got {mode!r}.")
             via = options.get("--via", "file" if "--file" in options else "env")
             if via not in ("env", "file"):
-                from .keys import did_you_mean
+                from ...keys import did_you_mean
 
                 raise UsageError(f"%msrdr: --via is env or file, got {via!r}." + did_you_mean(via, ("env", "file")))
             path = options.get("--path")
@@ -123,7 +123,7 @@ class DumpMagics(Magics):
     def _apply(config, via: str, file: str):
         import warnings
 
-        from . import envconfig
+        from ...recorders import envconfig
 
         # Shown in the status this returns, once, rather than as a warning that
         # Python's filters would show only the first time.
@@ -153,7 +153,7 @@ class DumpMagics(Magics):
             print(inspect.cleandoc(self.msgraphs.__doc__))
             return None
         try:
-            from . import savegraphs
+            from ...recorders import savegraphs
 
             if not word:
                 if options:

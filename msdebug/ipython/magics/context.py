@@ -12,7 +12,7 @@ from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .errors import MsDebugError
+from ...errors import MsDebugError
 
 __all__ = ["MsDebugMagics", "parse_line", "FLAGS"]
 
@@ -83,7 +83,7 @@ def parse_line(line: str) -> tuple[dict[str, Any], list[str], list[str]]:
     for token in _tokens(line):
         if token.startswith("-"):
             if token not in FLAGS:
-                from .keys import did_you_mean
+                from ...keys import did_you_mean
 
                 raise UsageError(
                     f"unknown option {token}; use {', '.join(FLAGS)}." + did_you_mean(token, FLAGS)
@@ -138,7 +138,7 @@ class MsDebugMagics(Magics):
             raise UsageError(str(error)) from None
 
     def _line(self, assignments: dict[str, Any], flags: list[str], names: list[str]) -> Any:
-        from . import settings  # imports the key catalog: only once a magic is used
+        from ... import settings  # imports the key catalog: only once a magic is used
 
         if "--help" in flags:
             print(inspect.cleandoc(self.mscontext.__doc__))
@@ -156,7 +156,7 @@ class MsDebugMagics(Magics):
         if flags == ["--reset"]:
             return settings.reset()
         if flags == ["--panel"]:
-            from .widgets import panel
+            from ..panel import panel
 
             return panel()
         return settings.state(changed_only=flags == ["--changed"])
@@ -181,7 +181,7 @@ class _BodyFailed:
 
 def _run_scoped(shell, line: str, cell: str, assignments: dict[str, Any]) -> Any:
     """Run a cell body under ``settings.context``; return its last expression's value."""
-    from . import settings  # imports the key catalog: only once a magic is used
+    from ... import settings  # imports the key catalog: only once a magic is used
 
     def after(scope: settings.Scope) -> str:
         if scope.problem:

@@ -1,0 +1,1 @@
+"""msdebug's magics, one module per group."""
