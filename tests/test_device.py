@@ -32,7 +32,9 @@ magic("device_id=2")
 """
     )
     assert out[0].startswith("usage error: device: GPU is not available in this MindSpore build (it supports CPU)")
-    assert out[0].endswith("make this the first cell of a fresh kernel: import mindspore; mindspore.set_device('GPU', 0)")
+    assert out[0].endswith(
+        "make this the first cell of a fresh kernel: import mindspore; mindspore.set_device('GPU', 0)"
+    )
     assert out[1].startswith("usage error: device: Ascend is not available")
     # MindSpore itself would first log "libcuda.so ... is not found" errors; msdebug never asks it.
     assert "libcuda" not in out.stderr and "[ERROR]" not in out.stderr
