@@ -48,10 +48,10 @@ def test_removed_keys_are_not_offered(loaded):
     assert "enable_graph_kernel=" in found
 
 
-def test_the_body_of_a_scoped_cell_completes_as_python(ip):
-    # In process: a kernel's complete_request asks this same ip.Completer.completions, and in a
-    # fresh kernel jedi's first completion alone takes about 10 s.
+def test_the_body_of_a_scoped_cell_completes_as_python(shell):
+    # In process: a kernel's complete_request asks this same Completer.completions, and in a
+    # fresh kernel jedi's first completion alone can take 10 s.
     code = "%%mscontext mode=graph\nimpo"
     with provisionalcompleter():
-        found = [completion.text for completion in ip.Completer.completions(code, len(code))]
+        found = [completion.text for completion in shell.Completer.completions(code, len(code))]
     assert "import" in found
