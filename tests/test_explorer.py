@@ -243,3 +243,17 @@ def test_in_a_kernel_the_explorer_is_a_widget_cells_have_names_and_mistakes_one_
         f"DumpError: no IR file in {kernel.cwd}/graphs is called '24_exeucte'. Did you mean '24_execute'?"
     ] or (len(error["traceback"]) <= 3 and "Did you mean '24_execute'?" in " ".join(error["traceback"]))
     assert text_of(outputs) == ""
+
+
+def test_a_tree_of_several_ranks_is_explored_one_rank_at_a_time(tmp_path):
+    from msdebug.ipython.explorer import ExplorerWidget
+
+    for rank in (0, 3):
+        shutil.copytree(MODE2 / "rank_0", tmp_path / "cluster" / f"rank_{rank}")
+    widget = ExplorerWidget(msdebug.open_dump(tmp_path / "cluster"))
+    assert widget.rank_choice.options == (("rank 0", 0), ("rank 3", 3))
+    widget.rank_choice.value = 3
+    assert widget.rank == 3 and widget.widget.children == (widget.rank_choice, widget.tabs)
+    widget.tabs.selected_index = widget._index("Execution order")
+    widget.kernels.value = 1
+    assert "PrimFunc_BiasAdd" in widget.node_detail.value and "rank 3" in widget.summary.value

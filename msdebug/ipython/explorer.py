@@ -112,12 +112,13 @@ class ExplorerWidget:
     choose the diff.
     """
 
-    def __init__(self, explorer: Explorer, limit: int = 200) -> None:
+    def __init__(self, explorer: Explorer, limit: int = 200, rank: int | None = None) -> None:
         import ipywidgets as w
 
         self._w = w
         self.explorer = explorer
         self.limit = limit
+        self.rank = rank
         self.timings: dict[str, float] = {}
         self._quiet = False
         started = time.perf_counter()
@@ -142,7 +143,15 @@ class ExplorerWidget:
         self.tabs.observe(self._on_tab, names="selected_index")
         self.tabs.selected_index = 0
         self._fill(0)
-        self.widget = w.VBox([self.tabs], layout=w.Layout(width="auto", max_width="100%"))
+        head = []
+        ranks = [r.rank for r in explorer.tree.ranks] if explorer.tree is not None else []
+        if len(ranks) > 1:  # a cluster's tree: one rank at a time, the same panes for each
+            self.rank_choice = w.Dropdown(
+                options=[(f"rank {r}", r) for r in ranks], value=rank if rank in ranks else ranks[0], description="rank"
+            )
+            self.rank_choice.observe(lambda change: self._switch_rank(change["new"]), names="value")
+            head.append(self.rank_choice)
+        self.widget = w.VBox([*head, self.tabs], layout=w.Layout(width="auto", max_width="100%"))
         self.widget.add_class("msdebug-explorer")
         self.timings["first render"] = time.perf_counter() - started
 
@@ -161,7 +170,7 @@ class ExplorerWidget:
 
         def fill() -> None:
             self.summary.value = self._guard(
-                lambda: views.html_explorer(self.explorer.summary(), self.explorer.stage_nodes())
+                lambda: views.html_explorer(self.explorer.summary(), self.explorer.stage_nodes(self.rank))
             )
 
         self._pane("Summary", [self.summary], fill)
@@ -170,12 +179,15 @@ class ExplorerWidget:
         """(family title, [(label, name)]) of the IR files a person can open, stages first."""
         e = self.explorer
         out: list[tuple[str, list[tuple[str, str]]]] = []
-        counts = dict(e.stage_nodes().stages)
-        stages = [(_option(f"{name}  ({counts[name]} nodes)" if name in counts else name), name) for name in e.stages()]
+        counts = dict(e.stage_nodes(self.rank).stages)
+        stages = [
+            (_option(f"{name}  ({counts[name]} nodes)" if name in counts else name), name)
+            for name in e.stages(self.rank)
+        ]
         if stages:
             out.append(("pipeline stages", stages))
         if e.tree is not None:
-            rank = e.tree.rank(None)
+            rank = e.tree.rank(self.rank)
             kernel = [(_option(f.label), f.label) for f in rank.of_kind("graph")]
             if kernel:
                 out.append(("kernel graphs", kernel))
@@ -268,7 +280,7 @@ class ExplorerWidget:
         """The op filter offers the ops of the graph shown, most frequent first."""
 
         def ops() -> list[tuple[str, str]]:
-            view = self.explorer.graph(name, limit=1)
+            view = self.explorer.graph(name, rank=self.rank, limit=1)
             return [(f"{op} ({n})", op) for op, n in getattr(view, "op_counts", ())]
 
         try:
@@ -286,7 +298,7 @@ class ExplorerWidget:
         name = self.stage_list.value if self.stage_list is not None else None
         self.graph_view.value = self._guard(
             lambda: self.explorer.graph(
-                name, search=self.search.value, op=self.op.value, limit=self.limit
+                name, search=self.search.value, op=self.op.value, rank=self.rank, limit=self.limit
             )._repr_html_()
         )
         self.timings["graph"] = time.perf_counter() - started
@@ -316,7 +328,7 @@ class ExplorerWidget:
 
         def fill() -> None:
             try:
-                view = self.explorer.exec_order(limit=self.limit)
+                view = self.explorer.exec_order(rank=self.rank, limit=self.limit)
             except MsDebugError as error:
                 self.exec_table.value = _error_html(error)
                 return
@@ -354,7 +366,7 @@ class ExplorerWidget:
     def _kernel_in_graph(self) -> None:
         row = self._exec_rows[self.kernels.value]
         label = next(
-            (f.label for f in self.explorer.tree.rank(None).of_kind("graph") if f.path.name == row.ir_file), None
+            (f.label for f in self.explorer.tree.rank(self.rank).of_kind("graph") if f.path.name == row.ir_file), None
         )
         if label:
             self.open(label, search=row.fullname)
@@ -367,7 +379,7 @@ class ExplorerWidget:
 
         def fill() -> None:
             names = [name for _, files in self._families()[:2] for _, name in files][:_MAX_OPTIONS]
-            counts = list(self.explorer.stage_nodes().stages)
+            counts = list(self.explorer.stage_nodes(self.rank).stages)
             pair = (names[0], names[min(1, len(names) - 1)]) if names else ("", "")
             if len(counts) > 1:  # open on the stage that changed the graph most
                 change = [counts[i][1] - counts[i - 1][1] for i in range(len(counts))]
@@ -392,14 +404,18 @@ class ExplorerWidget:
             self.diff_view.value = ""
             return
         self.diff_view.value = self._guard(
-            lambda: self.explorer.diff(self.before.value, self.after.value, limit=self.limit)._repr_html_()
+            lambda: self.explorer.diff(
+                self.before.value, self.after.value, rank=self.rank, limit=self.limit
+            )._repr_html_()
         )
 
     def _memory_pane(self) -> None:
         self.memory_view = self._html()
 
         def fill() -> None:
-            self.memory_view.value = self._guard(lambda: self.explorer.memory(limit=self.limit)._repr_html_())
+            self.memory_view.value = self._guard(
+                lambda: self.explorer.memory(rank=self.rank, limit=self.limit)._repr_html_()
+            )
 
         self._pane("Memory", [self.memory_view], fill)
 
@@ -424,6 +440,12 @@ class ExplorerWidget:
     def _show_dot(self) -> None:
         name = self.dot_list.value
         self.dot_view.value = self._guard(lambda: self.explorer.dot(name)._repr_html_()) if name else ""
+
+    def _switch_rank(self, rank: int) -> None:
+        """Show rank ``rank``: the panes are built again for it, the rank list stays."""
+        other = ExplorerWidget(self.explorer, self.limit, rank)
+        self.__dict__.update({k: v for k, v in other.__dict__.items() if k not in ("widget", "rank_choice")})
+        self.widget.children = [self.rank_choice, self.tabs]
 
     # -- plumbing
 
