@@ -49,6 +49,7 @@ _FIT = "text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:nor
 _TABLE = "table-layout:fixed;width:100%;border-collapse:collapse;margin:2px 0"
 _BOX = "max-width:100%;overflow-wrap:anywhere"
 _MAX_STAGES = 60
+_MAX_DRAWN = 200  # boxes in a drawing; the rest are counted under it
 _MAX_OPS = 30
 _TEXT_WIDTH = 100
 _SHORT = 44
@@ -331,7 +332,7 @@ def _short_type(text: str) -> str:
     return text.replace("<", "").replace(">", "")
 
 
-def graph_picture(rows, title: str = "", max_nodes: int = 120) -> str:
+def graph_picture(rows, title: str = "", max_nodes: int = _MAX_DRAWN) -> str:
     """A drawing of ``rows`` (IR nodes): boxes per node, edges from their ``%N`` inputs,
     clusters by scope."""
     from .svg import GraphBox, graph_drawing
@@ -372,7 +373,7 @@ def html_graph(view) -> str:
         parts.append(
             tag(
                 "details",
-                tag("summary", esc(f"drawing ({min(len(view.rows), 120)} nodes)"))
+                tag("summary", esc(f"drawing ({min(len(view.rows), _MAX_DRAWN)} nodes)"))
                 + tag("div", picture, style="max-height:560px;overflow-y:auto;overflow-x:hidden"),
             ).replace("<details", "<details open", 1)
         )
@@ -670,7 +671,7 @@ def html_dot(view) -> str:
                 node_id, name, sub=kind, op=kind or name.split("(")[0], scope=scope, tip="\n".join(texts) or node_id
             )
         )
-    picture = graph_drawing(boxes, list(view.edges), max_nodes=120)
+    picture = graph_drawing(boxes, list(view.edges), max_nodes=_MAX_DRAWN)
     return tag(
         "div",
         tag("div", middle(_base(view.file), 80), style=STRONG + ";" + _BOX)
