@@ -1,0 +1,886 @@
+"""MindSpore's data dump (``MINDSPORE_DUMP_CONFIG``): a pure reader of the tree it writes.
+
+Layout (MindSpore 2.10 CPU, verified)::
+
+    <path>/rank_<r>/
+      .dump_metadata/{config.json,data_dump.json}
+      <net_name>/<graph_id>/<iteration>/<Type>.<flat name>.<task>.<stream>.<us>.<io>.<slot>.<fmt>.<dtype>.npy
+                                        mapping.csv   (<digits>.npy,<original file name>: names over 255 bytes)
+      execution_order/ms_execution_order_graph_<gid>.csv          full names, in execution order
+      execution_order/ms_global_execution_order_graph_<gid>.csv   the iteration numbers dumped
+      graphs/ms_output_trace_code_graph_<gid>.ir                  the kernel graph, with source lines
+
+File names replace ``/`` by ``_``, which cannot be undone (``Expand/_Muls`` and
+``Expand_/Muls`` look alike), so every tensor is matched to its op through the execution
+order: the op's full name, flattened the same way, and its type; ops that still collide are
+told apart by the files' timestamps, which grow in execution order. ``Parameter.*`` files
+hold the value at the *end* of the step. Tensors are opened lazily as memory maps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DumpError, DumpFormatError
+from . import cells
+
+__all__ = [
+    "DataDump",
+    "DataDumpExplorer",
+    "DumpIteration",
+    "DumpOp",
+    "DumpRank",
+    "TensorFile",
+    "TensorStats",
+    "histogram",
+    "is_finite",
+    "tensor_stats",
+    "find_data_dump",
+    "is_data_dump",
+    "open_tensor",
+    "read_data_dump",
+]
+
+_FILE = re.compile(
+    r"^(?P<type>[^.]+)\.(?P<name>.+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)\."
+    r"(?P<io>input|output)\.(?P<slot>\d+)\.(?P<format>[^.]+)\.(?P<dtype>[^.]+)\.npy$"
+)
+_RANK = re.compile(r"^rank_(\d+)$")
+_EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$")
+_GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$")
+_OP_TYPE = re.compile(r"^(.*?)-op\d+$")
+# Bounds on what a reader takes from an untrusted tree.
+_MAX_CSV = 64 << 20
+_MAX_META = 1 << 20
+_MAX_FILES = 1_000_000
+# Elements per chunk: 4 Mi float32 = 16 MiB read at a time, whatever the tensor's size.
+CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class TensorFile:
+    """One ``.npy`` file of a data dump, as its name (or ``mapping.csv``) describes it."""
+
+    path: Path
+    op_type: str
+    flat_name: str
+    timestamp: int
+    io: str
+    slot: int
+    dtype: str
+    size: int
+    stored_as: str = ""  # the random name a long file name was replaced by
+
+    @property
+    def is_parameter(self) -> bool:
+        return self.op_type == "Parameter"
+
+    @property
+    def label(self) -> str:
+        """``input 0`` / ``output 0``."""
+        return f"{self.io} {self.slot}"
+
+
+@dataclass
+class DumpOp:
+    """One kernel of an iteration, in execution order, with its dumped tensors by slot."""
+
+    index: int
+    name: str
+    op_type: str
+    inputs: list[TensorFile] = field(default_factory=list)
+    outputs: list[TensorFile] = field(default_factory=list)
+
+    @property
+    def tensors(self) -> list[TensorFile]:
+        """Inputs before outputs, each by slot: the order a value flows through the op."""
+        return self.inputs + self.outputs
+
+
+@dataclass
+class DumpIteration:
+    """``<net>/<graph_id>/<iteration>/``: one run of one graph."""
+
+    rank: int
+    net: str
+    graph_id: int
+    iteration: int
+    path: Path
+    ops: list[DumpOp]
+    parameters: list[TensorFile]
+    unmatched: list[TensorFile]
+    bad_names: list[str]
+    order_known: bool
+
+    @property
+    def first_timestamp(self) -> int:
+        stamps = [t.timestamp for op in self.ops for t in op.tensors] + [t.timestamp for t in self.parameters]
+        return min(stamps) if stamps else 0
+
+    @property
+    def tensor_count(self) -> int:
+        return sum(len(op.tensors) for op in self.ops) + len(self.parameters) + len(self.unmatched)
+
+    def tensors(self) -> list[TensorFile]:
+        """Every tensor in the order a scan judges them: ops in execution order (inputs first),
+        then the end-of-step parameters, then files no op claimed."""
+        return [t for op in self.ops for t in op.tensors] + self.parameters + self.unmatched
+
+    def op(self, name: str) -> DumpOp:
+        for op in self.ops:
+            if op.name == name:
+                return op
+        raise DumpError(f"iteration {self.iteration} of graph {self.graph_id} has no op {name!r}")
+
+
+@dataclass
+class DumpRank:
+    """``rank_<r>/``: execution orders, graphs and iterations of one device."""
+
+    rank: int
+    path: Path
+    exec_orders: dict[int, list[str]]
+    dumped_iterations: dict[int, list[int]]
+    iterations: list[DumpIteration]
+    metadata: dict[str, str]
+
+    @property
+    def nets(self) -> list[str]:
+        return sorted({it.net for it in self.iterations})
+
+    @property
+    def graph_ids(self) -> list[int]:
+        return sorted(set(self.exec_orders) | {it.graph_id for it in self.iterations})
+
+    def ir_path(self, graph_id: int) -> Path | None:
+        path = self.path / "graphs" / f"ms_output_trace_code_graph_{graph_id}.ir"
+        return path if path.is_file() else None
+
+    def iteration(self, iteration: int | None = None, graph_id: int | None = None) -> DumpIteration:
+        found = [
+            it
+            for it in self.iterations
+            if (iteration is None or it.iteration == iteration) and (graph_id is None or it.graph_id == graph_id)
+        ]
+        if not found:
+            have = ", ".join(f"graph {it.graph_id} iteration {it.iteration}" for it in self.iterations[:12])
+            raise DumpError(
+                f"rank {self.rank} has no dump of "
+                + (f"iteration {iteration}" if iteration is not None else "any iteration")
+                + (f" of graph {graph_id}" if graph_id is not None else "")
+                + f"; it has {have or 'none'}"
+            )
+        return found[0]
+
+
+@dataclass
+class DataDump:
+    """A data-dump tree: one or more ranks."""
+
+    root: Path
+    ranks: list[DumpRank]
+
+    def rank(self, rank: int | None = None) -> DumpRank:
+        if rank is None:
+            return self.ranks[0]
+        for where in self.ranks:
+            if where.rank == rank:
+                return where
+        have = ", ".join(str(r.rank) for r in self.ranks)
+        raise DumpError(f"{self.root}: no rank {rank}; it has rank {have}")
+
+    @property
+    def tensor_count(self) -> int:
+        return sum(it.tensor_count for r in self.ranks for it in r.iterations)
+
+    @property
+    def size(self) -> int:
+        return sum(t.size for r in self.ranks for it in r.iterations for t in it.tensors())
+
+
+# --------------------------------------------------------------------------- finding
+
+
+def _rank_dirs(path: Path) -> list[tuple[int, Path]]:
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        match = _RANK.match(entry.name)
+        if match and entry.is_dir(follow_symlinks=False):
+            found.append((int(match.group(1)), Path(entry.path)))
+    return sorted(found)
+
+
+def is_data_dump(path: str | os.PathLike) -> bool:
+    """Whether ``path`` (or ``path/rank_*``) holds a data dump: an ``execution_order`` folder
+    or ``.dump_metadata``, which RDR trees and save_graphs directories never have."""
+    root = Path(path)
+    candidates = [p for _, p in _rank_dirs(root)] or [root]
+    return any((p / "execution_order").is_dir() or (p / ".dump_metadata").is_dir() for p in candidates)
+
+
+def find_data_dump(path: str | os.PathLike) -> Path | None:
+    """The folder holding ``rank_*`` for ``path`` (the dump path, or one rank inside it)."""
+    root = Path(path)
+    if _rank_dirs(root) and is_data_dump(root):
+        return root
+    if _RANK.match(root.name) and is_data_dump(root):
+        return root.parent
+    return None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_small(path: Path, limit: int) -> str:
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise DumpFormatError(f"{path}: not a regular file")
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise DumpFormatError(f"{path}: larger than {limit} bytes, not a file MindSpore writes")
+    return data.decode("utf-8", "replace")
+
+
+def _read_exec_order(path: Path) -> list[str]:
+    lines = _read_small(path, _MAX_CSV).splitlines()
+    if lines and lines[0].startswith("NodeExecutionOrder"):
+        lines = lines[1:]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _read_numbers(path: Path) -> list[int]:
+    return [int(x) for x in _read_small(path, _MAX_CSV).split() if x.strip().isdigit()]
+
+
+def _read_mapping(path: Path) -> dict[str, str]:
+    rows = csv.reader(io.StringIO(_read_small(path, _MAX_CSV)))
+    return {row[0]: row[1] for row in rows if len(row) >= 2}
+
+
+def _flat(name: str) -> str:
+    return name.replace("/", "_")
+
+
+def _op_type(full_name: str) -> str:
+    last = full_name.rsplit("/", 1)[-1]
+    match = _OP_TYPE.match(last)
+    return match.group(1) if match else last
+
+
+def read_data_dump(path: str | os.PathLike) -> DataDump:
+    """Read the layout of a data dump (file names only; no tensor is opened).
+
+    Raises
+    ------
+    DumpError
+        When ``path`` holds no ``rank_*`` data dump.
+    """
+    root = find_data_dump(path)
+    if root is None:
+        raise DumpError(f"{path}: not a MindSpore data dump (no rank_*/execution_order or rank_*/.dump_metadata)")
+    ranks = [_read_rank(number, where) for number, where in _rank_dirs(root) if is_data_dump(where)]
+    return DataDump(root, ranks)
+
+
+def _read_rank(number: int, where: Path) -> DumpRank:
+    orders: dict[int, list[str]] = {}
+    dumped: dict[int, list[int]] = {}
+    order_dir = where / "execution_order"
+    if order_dir.is_dir():
+        for entry in sorted(os.scandir(order_dir), key=lambda e: e.name):
+            if (match := _EXEC.match(entry.name)) and entry.is_file(follow_symlinks=False):
+                orders[int(match.group(1))] = _read_exec_order(Path(entry.path))
+            elif (match := _GLOBAL.match(entry.name)) and entry.is_file(follow_symlinks=False):
+                dumped[int(match.group(1))] = _read_numbers(Path(entry.path))
+    metadata = {}
+    config = where / ".dump_metadata" / "config.json"
+    if config.is_file():
+        try:
+            import json
+
+            loaded = json.loads(_read_small(config, _MAX_META))
+            metadata = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        except (ValueError, OSError, DumpFormatError):
+            metadata = {}
+    iterations = []
+    for net in _subdirs(where):
+        if net.name in ("execution_order", "graphs") or net.name.startswith("."):
+            continue
+        for graph in _subdirs(net):
+            if not graph.name.isdigit():
+                continue
+            for step in _subdirs(graph):
+                if step.name.isdigit():
+                    gid = int(graph.name)
+                    iterations.append(_read_iteration(number, net.name, gid, int(step.name), step, orders.get(gid)))
+    iterations.sort(key=lambda it: (it.iteration, it.first_timestamp, it.graph_id))
+    return DumpRank(number, where, orders, dumped, iterations, metadata)
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return sorted((Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)), key=lambda p: p.name)
+    except OSError:
+        return []
+
+
+def _read_iteration(
+    rank: int, net: str, graph_id: int, iteration: int, path: Path, order: list[str] | None
+) -> DumpIteration:
+    entries = [e for e in os.scandir(path)]
+    if len(entries) > _MAX_FILES:
+        raise DumpError(f"{path}: more than {_MAX_FILES} files")
+    names = {e.name: e for e in entries}
+    mapping = _read_mapping(path / "mapping.csv") if "mapping.csv" in names else {}
+    tensors: list[TensorFile] = []
+    bad: list[str] = []
+    for entry in entries:
+        if not entry.name.endswith(".npy"):
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            bad.append(entry.name)
+            continue
+        original = mapping.get(entry.name, entry.name)
+        match = _FILE.match(original)
+        if match is None:
+            bad.append(entry.name)
+            continue
+        tensors.append(
+            TensorFile(
+                Path(entry.path),
+                match["type"],
+                match["name"],
+                int(match["ts"]),
+                match["io"],
+                int(match["slot"]),
+                match["dtype"],
+                entry.stat(follow_symlinks=False).st_size,
+                entry.name if original != entry.name else "",
+            )
+        )
+    tensors.sort(key=lambda t: t.timestamp)
+    parameters = [t for t in tensors if t.is_parameter]
+    ops, unmatched = _match(order, [t for t in tensors if not t.is_parameter])
+    return DumpIteration(
+        rank, net, graph_id, iteration, path, ops, parameters, unmatched, sorted(bad), order is not None
+    )
+
+
+def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[DumpOp], list[TensorFile]]:
+    """Give each tensor file to its op in the execution order.
+
+    Files are grouped by (type, flat name); the group's ops are the execution-order names
+    that flatten to it. Where several ops collide, the k-th file of a slot (by timestamp)
+    belongs to the k-th of those ops.
+    """
+    if order is None:
+        # No execution order (a partial copy): the files' timestamps are the only order left,
+        # and the flat name the only name.
+        named = dict.fromkeys((t.flat_name, t.op_type) for t in tensors)
+        ops = [DumpOp(i, name, op_type) for i, (name, op_type) in enumerate(named)]
+    else:
+        ops = [DumpOp(i, name, _op_type(name)) for i, name in enumerate(order)]
+    candidates: dict[tuple[str, str], list[DumpOp]] = {}
+    for op in ops:
+        candidates.setdefault((op.op_type, _flat(op.name)), []).append(op)
+        # A kernel whose file type differs from its name's type is still found by name.
+        candidates.setdefault(("", _flat(op.name)), []).append(op)
+    taken: dict[tuple[str, str, str, int], int] = {}
+    unmatched = []
+    for t in tensors:
+        group = candidates.get((t.op_type, t.flat_name)) or candidates.get(("", t.flat_name))
+        if not group:
+            unmatched.append(t)
+            continue
+        slot_key = (t.op_type, t.flat_name, t.io, t.slot)
+        k = taken.get(slot_key, 0)
+        taken[slot_key] = k + 1
+        if k >= len(group):
+            unmatched.append(t)
+            continue
+        op = group[k]
+        (op.inputs if t.io == "input" else op.outputs).append(t)
+    for op in ops:
+        op.inputs.sort(key=lambda t: t.slot)
+        op.outputs.sort(key=lambda t: t.slot)
+    return ops, unmatched
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """What is in one tensor: counts of non-finite values and statistics of the finite ones."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    size: int
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    first_index: tuple[int, ...] | None = None
+    first_kind: str = ""
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+
+    @property
+    def finite(self) -> bool:
+        return not (self.nan or self.posinf or self.neginf)
+
+    @property
+    def kinds(self) -> str:
+        """``NaN ×3, +Inf ×1`` (empty when finite)."""
+        parts = [
+            f"{kind} ×{count}" for kind, count in (("NaN", self.nan), ("+Inf", self.posinf), ("-Inf", self.neginf))
+        ]
+        return ", ".join(p for p, n in zip(parts, (self.nan, self.posinf, self.neginf), strict=True) if n)
+
+    @property
+    def kind(self) -> str:
+        """The kinds present, most serious first: ``NaN``, ``+Inf``, ``-Inf``, or ``finite``."""
+        present = [k for k, n in (("NaN", self.nan), ("+Inf", self.posinf), ("-Inf", self.neginf)) if n]
+        return " and ".join(present) if present else "finite"
+
+    def summary(self) -> str:
+        """One line: ``finite, min -1 max 3 mean 0.5`` or ``NaN ×3 (first at (0, 2)); finite: min …``."""
+        shown = f"shape {self.shape} {self.dtype}"
+        if self.size == 0:
+            return f"{shown}, empty"
+        values = (
+            f"min {_num(self.min)} max {_num(self.max)} mean {_num(self.mean)}"
+            if self.min is not None
+            else "no finite value"
+        )
+        if self.finite:
+            return f"{shown}, finite, {values}"
+        return f"{shown}, {self.kinds} of {self.size} (first {self.first_kind} at {self.first_index}); finite values: {values}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _float_view(array: np.ndarray) -> bool:
+    return array.dtype.kind in "fc"
+
+
+def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
+    """Counts of NaN, +Inf and -Inf, the first non-finite index (C order) and min / max /
+    mean of the finite values, reading ``array`` ``chunk`` elements at a time."""
+    shape, size = tuple(int(n) for n in array.shape), int(array.size)
+    dtype = str(array.dtype)
+    if size == 0:
+        return TensorStats(shape, dtype, 0)
+    flat = array.reshape(-1, order="C") if array.flags.c_contiguous else np.ravel(array)
+    nan = posinf = neginf = 0
+    first: int | None = None
+    first_kind = ""
+    low = high = None
+    total, finite_count = 0.0, 0
+    is_float = _float_view(flat)
+    for start in range(0, size, chunk):
+        part = np.asarray(flat[start : start + chunk])
+        if part.dtype == np.bool_:
+            part = part.view(np.uint8)
+        if is_float:
+            lo, hi = part.min(), part.max()
+            if np.isfinite(lo) and np.isfinite(hi):
+                good = part
+            else:
+                isnan = np.isnan(part)
+                isposinf = np.isposinf(part)
+                isneginf = np.isneginf(part)
+                n, p, m = int(isnan.sum()), int(isposinf.sum()), int(isneginf.sum())
+                if first is None:
+                    bad = np.flatnonzero(isnan | isposinf | isneginf)
+                    first = start + int(bad[0])
+                    value = part[bad[0]]
+                    first_kind = "NaN" if np.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+                nan, posinf, neginf = nan + n, posinf + p, neginf + m
+                good = part[np.isfinite(part)]
+                if good.size == 0:
+                    continue
+                lo, hi = good.min(), good.max()
+        else:
+            good = part
+            lo, hi = part.min(), part.max()
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+        total += float(good.sum(dtype=np.float64))
+        finite_count += int(good.size)
+    first_index = tuple(int(i) for i in np.unravel_index(first, shape)) if first is not None and shape else None
+    if first is not None and not shape:
+        first_index = ()
+    mean = total / finite_count if finite_count else None
+    return TensorStats(
+        shape,
+        dtype,
+        size,
+        nan,
+        posinf,
+        neginf,
+        first_index,
+        first_kind,
+        None if low is None else float(low),
+        None if high is None else float(high),
+        mean,
+    )
+
+
+def is_finite(array: np.ndarray, chunk: int = CHUNK) -> bool:
+    """Whether every value is finite: the fast path of a scan (min and max of each chunk are
+    finite exactly when the chunk is, and need no temporary array)."""
+    if not _float_view(array) or array.size == 0:
+        return True
+    flat = array.reshape(-1) if array.flags.c_contiguous else np.ravel(array)
+    for start in range(0, flat.size, chunk):
+        part = flat[start : start + chunk]
+        if not (np.isfinite(part.min()) and np.isfinite(part.max())):
+            return False
+    return True
+
+
+def histogram(array: np.ndarray, bins: int = 30) -> tuple[list[int], list[float]]:
+    """Counts and edges of the finite values (empty when there are none)."""
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype == np.bool_:
+        flat = flat.astype(np.uint8)
+    if _float_view(flat):
+        flat = flat[np.isfinite(flat)]
+    if flat.size == 0:
+        return [], []
+    counts, edges = np.histogram(flat.astype(np.float64), bins=bins)
+    return [int(c) for c in counts], [float(e) for e in edges]
+
+
+def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
+    """The array of one ``.npy`` file as a read-only memory map (nothing is read yet).
+
+    Raises
+    ------
+    DumpFormatError
+        When the file is not a regular file, not ``.npy``, or shorter than its header says.
+    """
+    path = tensor.path if isinstance(tensor, TensorFile) else Path(tensor)
+    try:
+        info = path.lstat()
+    except OSError as error:
+        raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise DumpFormatError(f"{path.name}: not a regular file")
+    try:
+        with open(path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            shape, fortran, dtype = np.lib.format._read_array_header(handle, version)
+            offset = handle.tell()
+    except (ValueError, OSError, EOFError, SyntaxError) as error:
+        raise DumpFormatError(f"{path.name}: not a readable .npy file ({error})") from None
+    if dtype.hasobject:
+        raise DumpFormatError(f"{path.name}: holds Python objects, which a MindSpore dump never does")
+    need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if info.st_size < need:
+        raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
+    if need == offset:
+        return np.zeros(shape, dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+
+
+# --------------------------------------------------------------------------- the explorer's models
+
+
+class _Rendered:
+    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.nan`, named after the class."""
+
+    _view = ""
+
+    def _repr_html_(self) -> str:
+        from ..views import nan as views
+
+        return getattr(views, f"html_{self._view}")(self)
+
+    def __repr__(self) -> str:
+        from ..views import nan as views
+
+        return getattr(views, f"text_{self._view}")(self)
+
+
+@dataclass(frozen=True)
+class IterationRow:
+    rank: int
+    net: str
+    graph_id: int
+    iteration: int
+    ops: int
+    tensors: int
+    size: int
+    bad_names: int
+
+
+@dataclass(frozen=True, repr=False)
+class DataDumpSummary(_Rendered):
+    root: str
+    ranks: tuple[int, ...]
+    metadata: dict
+    rows: tuple[IterationRow, ...]
+    total_rows: int
+    tensors: int
+    size: int
+    _view = "summary"
+
+
+@dataclass(frozen=True)
+class OpRow:
+    index: int
+    name: str
+    op_type: str
+    outputs: tuple[TensorStats | None, ...]
+    inputs_finite: bool | None
+    source: str = ""
+    code: str = ""
+
+    @property
+    def finite(self) -> bool | None:
+        if any(s is None for s in self.outputs):
+            return None
+        return all(s.finite for s in self.outputs) and self.inputs_finite is not False
+
+
+@dataclass(frozen=True, repr=False)
+class DataExecView(_Rendered):
+    """Ops of one iteration in execution order, with their output statistics."""
+
+    path: str
+    where: str
+    rows: tuple[OpRow, ...]
+    total: int
+    matched: int
+    nonfinite_only: bool
+    _view = "exec"
+
+
+@dataclass(frozen=True, repr=False)
+class TensorView(_Rendered):
+    """One dumped tensor: statistics, a histogram of its finite values, its values folded."""
+
+    path: str
+    op: str
+    slot: str
+    where: str
+    stats: TensorStats
+    counts: tuple[int, ...]
+    edges: tuple[float, ...]
+    values: str
+    _view = "tensor"
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    label: str
+    stats: TensorStats | None
+    max_abs: float | None
+    max_rel: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True, repr=False)
+class TensorCompare(_Rendered):
+    """One tensor across ranks or iterations, against the first."""
+
+    op: str
+    slot: str
+    across: str
+    rows: tuple[CompareRow, ...]
+    _view = "compare"
+
+
+class DataDumpExplorer(_Rendered):
+    """``msdebug.open_dump(path)`` on a data dump: ``repr`` shows the summary."""
+
+    _view = "explorer"
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.dump = read_data_dump(path)
+        self.path = self.dump.root
+        self.kind = "datadump"
+
+    def summary(self, limit: int = 200) -> DataDumpSummary:
+        rows = [
+            IterationRow(it.rank, it.net, it.graph_id, it.iteration, len(it.ops), it.tensor_count,
+                         sum(t.size for t in it.tensors()), len(it.bad_names))
+            for r in self.dump.ranks for it in r.iterations
+        ]  # fmt: skip
+        meta = self.dump.ranks[0].metadata if self.dump.ranks else {}
+        return DataDumpSummary(
+            str(self.dump.root), tuple(r.rank for r in self.dump.ranks), dict(meta), tuple(rows[:limit]), len(rows),
+            sum(r.tensors for r in rows), sum(r.size for r in rows),
+        )  # fmt: skip
+
+    def _iteration(self, graph: int | None, iteration: int | None, rank: int | None) -> DumpIteration:
+        return self.dump.rank(rank).iteration(iteration, graph)
+
+    def exec_order(
+        self,
+        graph: int | None = None,
+        iteration: int | None = None,
+        rank: int | None = None,
+        nonfinite: bool = False,
+        limit: int = 200,
+    ) -> DataExecView:
+        """Ops in execution order with per-output statistics; ``nonfinite=True`` keeps the ops
+        with a non-finite input or output."""
+        from .ir import read_ir
+
+        it = self._iteration(graph, iteration, rank)
+        ir_path = self.dump.rank(it.rank).ir_path(it.graph_id)
+        nodes = {}
+        if ir_path is not None:
+            try:
+                nodes = {n.scope: n for n in read_ir(ir_path).nodes() if n.scope}
+            except (DumpError, DumpFormatError):
+                nodes = {}
+        rows, matched = [], 0
+        for op in it.ops:
+            outputs = tuple(_stats_or_none(t) for t in op.outputs)
+            inputs = [_finite_or_none(t) for t in op.inputs]
+            inputs_finite = None if None in inputs else all(inputs)
+            row_source = code = ""
+            node = nodes.get(op.name)
+            if node is not None and node.source is not None:
+                loc = node.source
+                row_source, code = f"{loc.path}:{loc.line}", cells.cell_code(loc.path, loc.line) or loc.code.strip()
+            row = OpRow(op.index, op.name, op.op_type, outputs, inputs_finite, row_source, code)
+            if nonfinite and row.finite is not False:
+                continue
+            matched += 1
+            if len(rows) < limit:
+                rows.append(row)
+        where = f"rank {it.rank}, graph {it.graph_id}, iteration {it.iteration}"
+        return DataExecView(str(it.path), where, tuple(rows), len(it.ops), matched, nonfinite)
+
+    def tensor(
+        self,
+        op: str,
+        slot: str = "output 0",
+        graph: int | None = None,
+        iteration: int | None = None,
+        rank: int | None = None,
+    ) -> TensorView:
+        """One tensor of op ``op`` (its full name, or a unique part of it): ``'output 0'``,
+        ``'input 1'`` or a parameter's name."""
+        it = self._iteration(graph, iteration, rank)
+        tensor, name = _find_tensor(it, op, slot)
+        array = open_tensor(tensor)
+        stats = tensor_stats(array)
+        counts, edges = histogram(array)
+        with np.printoptions(threshold=200, edgeitems=4, precision=5):
+            values = np.array2string(
+                np.asarray(array) if array.size <= 10_000 else np.asarray(array[(slice(0, 4),) * array.ndim])
+            )
+        if array.size > 10_000:
+            values = f"(the first 4 along each axis of {array.shape})\n{values}"
+        where = f"rank {it.rank}, graph {it.graph_id}, iteration {it.iteration}"
+        return TensorView(str(tensor.path), name, tensor.label, where, stats, tuple(counts), tuple(edges), values)
+
+    def compare(self, op: str, slot: str = "output 0", across: str = "ranks", graph: int | None = None,
+                iteration: int | None = None, rank: int | None = None) -> TensorCompare:  # fmt: skip
+        """One tensor across ``'ranks'`` (same iteration) or ``'iterations'`` (same rank):
+        max absolute and relative difference against the first."""
+        if across not in ("ranks", "iterations"):
+            raise DumpError(f"across must be 'ranks' or 'iterations', got {across!r}")
+        if across == "ranks":
+            places = [(f"rank {r.rank}", r.iteration(iteration, graph)) for r in self.dump.ranks]
+        else:
+            where = self.dump.rank(rank)
+            places = [
+                (f"iteration {it.iteration}", it)
+                for it in where.iterations
+                if graph is None or it.graph_id == (graph if graph is not None else it.graph_id)
+            ]
+            if graph is None and places:
+                first_graph = places[0][1].graph_id
+                places = [p for p in places if p[1].graph_id == first_graph]
+        rows, base, name = [], None, op
+        for label, it in places:
+            try:
+                tensor, name = _find_tensor(it, op, slot)
+                array = np.asarray(open_tensor(tensor), dtype=np.float64)
+            except (DumpError, DumpFormatError) as error:
+                rows.append(CompareRow(label, None, None, None, str(error)))
+                continue
+            stats = tensor_stats(array)
+            if base is None:
+                base = array
+                rows.append(CompareRow(label, stats, 0.0, 0.0, "reference"))
+            elif base.shape != array.shape:
+                rows.append(CompareRow(label, stats, None, None, f"shape {array.shape} differs from {base.shape}"))
+            else:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    diff = np.abs(array - base)
+                    rel = diff / np.maximum(np.abs(base), np.finfo(np.float64).tiny)
+                both = np.isfinite(diff)
+                max_abs = float(diff[both].max()) if both.any() else None
+                max_rel = float(rel[both].max()) if both.any() else None
+                rows.append(CompareRow(label, stats, max_abs, max_rel))
+        return TensorCompare(name, slot, across, tuple(rows))
+
+    def nan(self, rank: int | None = None, progress=None):
+        """The first non-finite tensor in execution order (see :func:`msdebug.dumps.nan.scan_dump`)."""
+        from .nan import scan_dump
+
+        return scan_dump(self.dump, rank=rank, progress=progress)
+
+
+def _stats_or_none(tensor: TensorFile) -> TensorStats | None:
+    try:
+        return tensor_stats(open_tensor(tensor))
+    except (DumpError, DumpFormatError):
+        return None
+
+
+def _finite_or_none(tensor: TensorFile) -> bool | None:
+    try:
+        return is_finite(open_tensor(tensor))
+    except (DumpError, DumpFormatError):
+        return None
+
+
+def _find_tensor(it: DumpIteration, op: str, slot: str) -> tuple[TensorFile, str]:
+    params = [t for t in it.parameters if t.flat_name == op or t.flat_name == op.replace(".", "_")]
+    if params:
+        return params[0], f"Parameter.{params[0].flat_name}"
+    exact = [o for o in it.ops if o.name == op]
+    found = exact or [o for o in it.ops if op in o.name]
+    if len(found) != 1:
+        from ..errors import did_you_mean
+
+        if not found:
+            raise DumpError(
+                f"no op {op!r} in graph {it.graph_id} iteration {it.iteration}."
+                + did_you_mean(op, [o.name.rsplit("/", 1)[-1] for o in it.ops] + [t.flat_name for t in it.parameters])
+            )
+        names = ", ".join(o.name for o in found[:5])
+        raise DumpError(
+            f"{op!r} matches {len(found)} ops ({names}{', ...' if len(found) > 5 else ''}); give more of the name"
+        )
+    match = found[0]
+    wanted = slot.strip().lower()
+    for tensor in match.tensors:
+        if tensor.label == wanted:
+            return tensor, match.name
+    have = ", ".join(t.label for t in match.tensors) or "none"
+    raise DumpError(f"{match.name} has no dumped {slot!r}; it has {have}")

@@ -1,0 +1,234 @@
+"""The ``%%msnan`` engine: find the first op whose value is not finite, in PyNative or from a dump.
+
+* PyNative: :class:`NanWatch` observes every primitive call, Tensor operator and Cell call
+  through :class:`msdebug.backend.hooks.OpHooks`, installed for the block and removed in
+  ``finally``. Each new tensor is checked once (an op's unseen inputs, such as data and
+  parameters, before its outputs); the first non-finite one names its op, and the op's
+  inputs say whether it made the value or received it.
+* GRAPH and ``@jit``: the ops run inside graphs that no hook sees, so the block runs with a
+  data dump (:mod:`msdebug.recorders.datadump`) and the iterations it wrote are scanned
+  (:func:`msdebug.dumps.nan.scan_dump`).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import time
+import weakref
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ..dumps.datadump import is_finite, read_data_dump, tensor_stats
+from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
+
+__all__ = ["NanWatch", "graph_only_reason", "scan_new_iterations", "watch_pynative"]
+
+_JIT = re.compile(r"(^|\W)(ms\.)?jit\b|@jit|\bjit\(")
+_SINK = re.compile(r"(dataset_sink_mode|sink_mode)\s*=\s*True|data_sink\(")
+
+
+def graph_only_reason(code: str) -> str:
+    """Why rerunning ``code`` in PyNative would not show its ops to hooks ('' when it would)."""
+    if _JIT.search(code):
+        return "it calls @jit functions, which run as graphs in PyNative too"
+    if _SINK.search(code):
+        return "it trains in sink mode, which runs as a graph"
+    return ""
+
+
+def _tensors(value: Any, found: list, depth: int = 0) -> list:
+    from ..backend.hooks import is_tensor
+
+    if is_tensor(value):
+        found.append(value)
+    elif isinstance(value, (tuple, list)) and depth < 3:
+        for item in value:
+            _tensors(item, found, depth + 1)
+    return found
+
+
+class NanWatch:
+    """Observer of :class:`OpHooks`: keeps the first non-finite value and what it reached."""
+
+    def __init__(self, numbers: Mapping[str, int] | None = None) -> None:
+        self.numbers = numbers
+        self.started = time.perf_counter()
+        self.scope: list[tuple[Any, str]] = []
+        self.counts: Counter = Counter()
+        self.ops = 0
+        self.tensors = 0
+        self.culprit: Culprit | None = None
+        self.when_us = 0
+        self._seen: dict[int, weakref.ref] = {}
+        self._bad: dict[int, weakref.ref] = {}
+        self._reached: list[Reached] = []
+        self._last: tuple[int, ...] = ()
+
+    # -- cells give the scope
+    def enter_cell(self, cell: Any) -> None:
+        from ..backend.hooks import cell_path_name
+
+        label = cell_path_name(self.scope[-1][0], cell) if self.scope else "Default"
+        self.scope.append((cell, label))
+
+    def exit_cell(self, cell: Any) -> None:
+        if self.scope and self.scope[-1][0] is cell:
+            self.scope.pop()
+
+    # -- ops
+    @staticmethod
+    def _known(table: dict[int, weakref.ref], tensor: Any) -> bool:
+        ref = table.get(id(tensor))
+        return ref is not None and ref() is tensor
+
+    def _remember(self, table: dict[int, weakref.ref], tensor: Any) -> None:
+        try:
+            table[id(tensor)] = weakref.ref(tensor)
+        except TypeError:  # a Tensor subclass without weak references: its id may be reused later
+            pass
+
+    def op(self, op_type: str, args: tuple, output: Any) -> None:
+        outputs = _tensors(output, [])
+        ids = tuple(id(t) for t in outputs)
+        if ids and ids == self._last:
+            return  # the same op seen again by an outer wrapper (Tensor.__sub__ around SubExt)
+        self._last = ids
+        self.ops += 1
+        self.counts[op_type] += 1
+        inputs = _tensors(args, [])
+        if self.culprit is not None:
+            self._follow(op_type, inputs, outputs)
+            return
+        from ..backend.hooks import to_numpy
+
+        for position, tensor in enumerate(inputs):
+            if self._known(self._seen, tensor):
+                continue
+            self._remember(self._seen, tensor)
+            self.tensors += 1
+            if not is_finite(to_numpy(tensor)):
+                self._blame(op_type, inputs, outputs, f"input {position}")
+                return
+        for position, tensor in enumerate(outputs):
+            if self._known(self._seen, tensor):
+                continue
+            self._remember(self._seen, tensor)
+            self.tensors += 1
+            if not is_finite(to_numpy(tensor)):
+                self._blame(op_type, inputs, outputs, f"output {position}")
+                return
+
+    def _slot(self, label: str, tensor: Any) -> SlotStats:
+        from ..backend.hooks import to_numpy
+
+        name = getattr(tensor, "name", "") if type(tensor).__name__ == "Parameter" else ""
+        try:
+            stats = tensor_stats(to_numpy(tensor))
+        except Exception:  # noqa: BLE001 - a tensor MindSpore cannot hand back (a failed op): shown as unreadable
+            stats = None
+        return SlotStats(f"{label} ({name})" if name else label, name, stats)
+
+    def _blame(self, op_type: str, inputs: list, outputs: list, slot: str) -> None:
+        from ..backend.hooks import user_frame
+
+        self.when_us = time.time_ns() // 1000
+        ins = tuple(self._slot(f"input {i}", t) for i, t in enumerate(inputs))
+        outs = tuple(self._slot(f"output {i}", t) for i, t in enumerate(outputs))
+        stats = (ins if slot.startswith("input") else outs)[int(slot.split()[1])].stats
+        made_here = slot.startswith("output") and all(s.stats is None or s.stats.finite for s in ins)
+        frame = user_frame()
+        source = code = cell = ""
+        if frame is not None:
+            path, line = frame.f_code.co_filename, frame.f_lineno
+            source, code, cell = source_text(path, line, None, linecache.getline(path, line), self.numbers)
+        scope = "/".join(label for _, label in self.scope) or "Default"
+        name = f"{scope}/{op_type}-op{self.counts[op_type] - 1}"
+        note = ""
+        if not made_here:
+            params = [s.name for s in ins if s.name and s.stats is not None and not s.stats.finite]
+            note = (
+                f"parameter {', '.join(params)} already holds it (its value before this step)"
+                if params
+                else "no earlier op in this cell made it: it comes from the data, a parameter, or code "
+                "the hooks do not see (@jit functions, graphs)"
+            )
+        self.culprit = Culprit(name, op_type, slot, stats, made_here, ins, outs, source, code, cell, note=note)
+        for tensor in outputs:
+            self._remember(self._bad, tensor)
+        for tensor in inputs:
+            if not is_finite(to_numpy_quiet(tensor)):
+                self._remember(self._bad, tensor)
+
+    def _follow(self, op_type: str, inputs: list, outputs: list) -> None:
+        if len(self._reached) >= MAX_DOWNSTREAM or not any(self._known(self._bad, t) for t in inputs):
+            return
+        scope = "/".join(label for _, label in self.scope) or "Default"
+        name = f"{scope}/{op_type}-op{self.counts[op_type] - 1}"
+        bad = [t for t in outputs if not is_finite(to_numpy_quiet(t))]
+        for tensor in bad:
+            self._remember(self._bad, tensor)
+        outcome = "passed it on" if bad else "masked it: its output is finite"
+        self._reached.append(Reached(name, op_type, outcome))
+
+    def report(self, notes: list[str] | None = None) -> NanReport:
+        culprit = self.culprit
+        if culprit is not None and self._reached:
+            culprit = Culprit(**{**culprit.__dict__, "reached": tuple(self._reached)})
+        notes = list(notes or [])
+        if self.ops == 0:
+            notes.append(
+                "no PyNative op ran under the hooks: GRAPH-mode cells and @jit functions run as graphs; "
+                "%%msnan checks those from a data dump"
+            )
+        return NanReport(
+            "PyNative hooks", culprit, self.ops, self.tensors, seconds=time.perf_counter() - self.started, notes=notes
+        )
+
+
+def to_numpy_quiet(tensor: Any):
+    import numpy as np
+
+    from ..backend.hooks import to_numpy
+
+    try:
+        return to_numpy(tensor)
+    except Exception:  # noqa: BLE001 - an unreadable tensor counts as finite here: only the culprit is judged strictly
+        return np.zeros(0)
+
+
+@contextmanager
+def watch_pynative(numbers: Mapping[str, int] | None = None) -> Iterator[NanWatch]:
+    """``with watch_pynative() as watch:`` the block runs with the hooks; ``watch.report()``
+    afterwards. The hooks are removed when the block ends, however it ends."""
+    from ..backend.hooks import OpHooks
+
+    watch = NanWatch(numbers)
+    hooks = OpHooks(watch)
+    try:
+        hooks.install()
+        yield watch
+    finally:
+        hooks.remove()
+
+
+def iteration_dirs(root: str) -> set[str]:
+    """Iteration folders of a data dump now (to tell which ones a cell wrote)."""
+    try:
+        dump = read_data_dump(root)
+    except Exception:  # noqa: BLE001 - no dump yet (nothing compiled): no folder
+        return set()
+    return {str(it.path) for r in dump.ranks for it in r.iterations}
+
+
+def scan_new_iterations(root: str, before: set[str], progress=None, numbers=None) -> NanReport:
+    """Scan the iterations of the dump at ``root`` that are not in ``before``."""
+    dump = read_data_dump(root)
+    for where in dump.ranks:
+        where.iterations = [it for it in where.iterations if str(it.path) not in before]
+    report = scan_dump(dump, progress=progress, numbers=numbers)
+    if not any(where.iterations for where in dump.ranks):
+        report.notes.append("the cell ran no graph, so the dump has no new iteration")
+    return report
