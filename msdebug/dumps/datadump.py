@@ -57,6 +57,7 @@ _RANK = re.compile(r"^rank_(\d+)$")
 _EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$")
 _GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$")
 _OP_TYPE = re.compile(r"^(.*?)-op\d+$")
+_OP_NUMBER = re.compile(r"-op\d+$")
 # Bounds on what a reader takes from an untrusted tree.
 _MAX_CSV = 64 << 20
 _MAX_META = 1 << 20
@@ -393,26 +394,34 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         ops = [DumpOp(i, name, op_type) for i, (name, op_type) in enumerate(named)]
     else:
         ops = [DumpOp(i, name, _op_type(name)) for i, name in enumerate(order)]
-    candidates: dict[tuple[str, str], list[DumpOp]] = {}
-    for op in ops:
-        candidates.setdefault((op.op_type, _flat(op.name)), []).append(op)
-        # A kernel whose file type differs from its name's type is still found by name.
-        candidates.setdefault(("", _flat(op.name)), []).append(op)
-    taken: dict[tuple[str, str, str, int], int] = {}
-    unmatched = []
-    for t in tensors:
-        group = candidates.get((t.op_type, t.flat_name)) or candidates.get(("", t.flat_name))
-        if not group:
-            unmatched.append(t)
-            continue
-        slot_key = (t.op_type, t.flat_name, t.io, t.slot)
-        k = taken.get(slot_key, 0)
-        taken[slot_key] = k + 1
-        if k >= len(group):
-            unmatched.append(t)
-            continue
-        op = group[k]
-        (op.inputs if t.io == "input" else op.outputs).append(t)
+    # Each pass matches the files the earlier ones left: by type and full name; by name
+    # alone (a kernel type that differs from its name's); by type and name without the
+    # "-opN" counter (a second instance of a graph numbers its files' ops apart from its
+    # execution order). Within a key, the k-th file of a slot goes to the k-th op lacking it.
+    keys = (
+        lambda op_type, flat: (op_type, flat),
+        lambda op_type, flat: ("", flat),
+        lambda op_type, flat: (op_type, _OP_NUMBER.sub("", flat)),
+    )
+    left = tensors
+    for key in keys:
+        groups: dict[tuple[str, str], list[DumpOp]] = {}
+        for op in ops:
+            groups.setdefault(key(op.op_type, _flat(op.name)), []).append(op)
+        still = []
+        for t in left:
+            slots = op_slots = None
+            for op in groups.get(key(t.op_type, t.flat_name), ()):
+                op_slots = op.inputs if t.io == "input" else op.outputs
+                if all(have.slot != t.slot for have in op_slots):
+                    slots = op_slots
+                    break
+            if slots is None:
+                still.append(t)
+            else:
+                slots.append(t)
+        left = still
+    unmatched = left
     for op in ops:
         op.inputs.sort(key=lambda t: t.slot)
         op.outputs.sort(key=lambda t: t.slot)

@@ -10,12 +10,14 @@ from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
 
 __all__ = [
     "html_compare",
+    "html_dump_status",
     "html_exec",
     "html_explorer",
     "html_report",
     "html_summary",
     "html_tensor",
     "text_compare",
+    "text_dump_status",
     "text_exec",
     "text_explorer",
     "text_report",
@@ -295,3 +297,33 @@ def text_compare(view) -> str:
             f"  {r.label}: max |diff| {_num(r.max_abs)}, max rel diff {_num(r.max_rel)}; {_stat_text(r.stats)}{note}"
         )
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- %msdump
+
+
+def _dump_lines(status) -> list[tuple[str, str]]:
+    rows = [("state", status.state), ("MINDSPORE_DUMP_CONFIG", status.config_file or "(not set)")]
+    if status.error:
+        rows.append(("problem", status.error))
+    if status.config is not None:
+        common = status.config.get("common_dump_settings", {})
+        io = {0: "inputs and outputs", 1: "inputs", 2: "outputs"}.get(common.get("input_output"), "?")
+        kernels = ", ".join(common.get("kernels") or []) or "every op"
+        rows.append(("dump path", status.dump_path))
+        rows.append(("what", f"{kernels}; {io}; iterations {common.get('iteration')}"))
+    rows.append(("graph compiled", "yes" if status.compiled else "not yet"))
+    if status.dump_path:
+        rows.append(("written", f"{status.iterations} iterations, {status.tensors} tensors, {_size(status.size)}"))
+    return rows
+
+
+def html_dump_status(status) -> str:
+    rows = [[tag("b", esc(k)), esc(v)] for k, v in _dump_lines(status)]
+    notes = "".join(tag("div", esc(n), style=NOTE) for n in status.notes[:_MAX_NOTES])
+    return tag("div", tag("div", tag("b", esc("Data dump"))) + _table(["", ""], rows) + notes)
+
+
+def text_dump_status(status) -> str:
+    lines = ["Data dump"] + [f"  {k}: {v}" for k, v in _dump_lines(status)]
+    return "\n".join(lines + list(status.notes[:_MAX_NOTES]))
