@@ -542,3 +542,31 @@ def test_hooks_removed_after_an_exception(models):
             models.ops.sqrt(models.ms.Tensor(np.ones(2, np.float32)))
             1 / 0  # noqa: B018
     assert _originals() == before
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _msdebug(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "msdebug", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_dump_nan_exit_status(dumps, tmp_path):
+    path, source = dumps["graph"]
+    found = _msdebug("dump", str(path), "--nan")
+    assert found.returncode == 1, found.stderr
+    assert found.stdout.splitlines()[0] == (
+        "First non-finite value: NaN at Default/Sqrt-op0 (Sqrt), output 0; rank 0, net Net, graph 0, iteration 1"
+    )
+    assert f"  {source}:{_line_of(source, 'ops.sqrt(h - 5)')}: `d = ops.sqrt(h - 5)`" in found.stdout.splitlines()
+    finite = _writable_copy(path, tmp_path / "finite")
+    shutil.rmtree(finite / "rank_0" / "Net" / "0" / "1")
+    clean = _msdebug("dump", str(finite), "--nan")
+    assert clean.returncode == 0 and clean.stdout.startswith("All finite: checked 8 ops and 34 tensors")
+    assert _msdebug("dump", str(tmp_path), "--nan").returncode == 2
+    assert _msdebug("dump", str(path), "--nan", "--rank", "x").returncode == 2
+    explore = _msdebug("dump", str(path), "--exec-order", "--limit", "2")
+    assert explore.returncode == 0 and "Execution order (rank 0, graph 0, iteration 0): 8 ops of 8" in explore.stdout

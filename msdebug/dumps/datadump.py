@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import mmap
 import os
 import re
 import stat
@@ -587,26 +588,58 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
     """
     path = tensor.path if isinstance(tensor, TensorFile) else Path(tensor)
     try:
-        info = path.lstat()
+        # O_NONBLOCK: a FIFO planted in a dump must not hang the reader; O_NOFOLLOW: nor a link lead out of it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as error:
-        raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise DumpFormatError(f"{path.name}: not a regular file")
+        raise DumpFormatError(f"{path.name}: cannot open it ({error.strerror or error})") from None
     try:
-        with open(path, "rb") as handle:
-            version = np.lib.format.read_magic(handle)
-            shape, fortran, dtype = np.lib.format._read_array_header(handle, version)
-            offset = handle.tell()
-    except (ValueError, OSError, EOFError, SyntaxError) as error:
-        raise DumpFormatError(f"{path.name}: not a readable .npy file ({error})") from None
-    if dtype.hasobject:
-        raise DumpFormatError(f"{path.name}: holds Python objects, which a MindSpore dump never does")
-    need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if info.st_size < need:
-        raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
-    if need == offset:
-        return np.zeros(shape, dtype)
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DumpFormatError(f"{path.name}: not a regular file")
+        head = os.pread(fd, 4096, 0)
+        try:
+            shape, fortran, dtype, offset = _parse_header(head)
+        except (ValueError, OSError, EOFError, SyntaxError, TypeError) as error:
+            raise DumpFormatError(f"{path.name}: not a readable .npy file ({error})") from None
+        if dtype.hasobject:
+            raise DumpFormatError(f"{path.name}: holds Python objects, which a MindSpore dump never does")
+        count = int(np.prod(shape, dtype=np.int64))
+        need = offset + count * dtype.itemsize
+        if info.st_size < need:
+            raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
+        if count == 0:
+            return np.zeros(shape, dtype)
+        mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+    flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+# The header numpy writes (and MindSpore, through it): parsed without ast for speed; anything
+# else goes to numpy's own reader.
+_NPY_HEADER = re.compile(
+    rb"\{'descr': '([<>|=][a-zA-Z]\d+)', 'fortran_order': (True|False), 'shape': \(((?:\d+, ?)*\d*)\), \} *\n"
+)
+
+
+def _parse_header(head: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """Shape, Fortran order, dtype and data offset of a ``.npy`` file from its first bytes."""
+    if head[:6] == b"\x93NUMPY" and head[6:7] == b"\x01" and len(head) >= 10:
+        length = int.from_bytes(head[8:10], "little")
+        match = _NPY_HEADER.fullmatch(head[10 : 10 + length])
+        if match is not None:
+            shape = tuple(int(n) for n in match.group(3).replace(b" ", b"").split(b",") if n)
+            return shape, match.group(2) == b"True", np.dtype(match.group(1).decode()), 10 + length
+    handle = io.BytesIO(head)
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"npy format version {version} is not one MindSpore writes")
+    return shape, fortran, dtype, handle.tell()
 
 
 # --------------------------------------------------------------------------- the explorer's models

@@ -80,6 +80,7 @@ class Culprit:
     where: str = ""  # rank / iteration / graph, for dumps
     reached: tuple[Reached, ...] = ()
     note: str = ""
+    when_us: int = 0  # when the value was made (µs since the epoch), to order hooks and dumps
 
     @property
     def kind(self) -> str:
@@ -285,7 +286,7 @@ def _culprit(
         )
         return Culprit(
             tensor.flat_name, "Parameter" if tensor.is_parameter else tensor.op_type, what, stats, True,
-            (), (SlotStats(tensor.label, tensor.path.name, stats),), where=where, note=note,
+            (), (SlotStats(tensor.label, tensor.path.name, stats),), where=where, note=note, when_us=tensor.timestamp,
         )  # fmt: skip
     made_here = tensor.io == "output"
     inputs = _slot_stats(scanner, op.inputs, lambda t: "")
@@ -313,8 +314,9 @@ def _culprit(
         note = "no earlier op's output was non-finite: the value comes from a graph input, a parameter or an op the dump does not record"
     reached = _reached(iteration, op, scanner)
     return Culprit(
-        op.name, op.op_type, tensor.label, stats, made_here, inputs, outputs, source, code, cell, where, reached, note
-    )
+        op.name, op.op_type, tensor.label, stats, made_here, inputs, outputs, source, code, cell, where, reached, note,
+        tensor.timestamp,
+    )  # fmt: skip
 
 
 def _quiet_finite(tensor: TensorFile) -> bool | None:

@@ -24,7 +24,7 @@ from typing import Any
 from ..dumps.datadump import is_finite, read_data_dump, tensor_stats
 from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
 
-__all__ = ["NanWatch", "graph_only_reason", "scan_new_iterations", "watch_pynative"]
+__all__ = ["NanSession", "NanWatch", "graph_only_reason", "iteration_dirs", "scan_new_iterations", "watch_pynative"]
 
 _JIT = re.compile(r"(^|\W)(ms\.)?jit\b|@jit|\bjit\(")
 _SINK = re.compile(r"(dataset_sink_mode|sink_mode)\s*=\s*True|data_sink\(")
@@ -155,7 +155,9 @@ class NanWatch:
                 else "no earlier op in this cell made it: it comes from the data, a parameter, or code "
                 "the hooks do not see (@jit functions, graphs)"
             )
-        self.culprit = Culprit(name, op_type, slot, stats, made_here, ins, outs, source, code, cell, note=note)
+        self.culprit = Culprit(
+            name, op_type, slot, stats, made_here, ins, outs, source, code, cell, note=note, when_us=self.when_us
+        )
         for tensor in outputs:
             self._remember(self._bad, tensor)
         for tensor in inputs:
@@ -232,3 +234,110 @@ def scan_new_iterations(root: str, before: set[str], progress=None, numbers=None
     if not any(where.iterations for where in dump.ranks):
         report.notes.append("the cell ran no graph, so the dump has no new iteration")
     return report
+
+
+class NanSession:
+    """The context manager behind ``%%msnan``: the block runs watched, ``.report`` says what it found.
+
+    * ``pynative=True``: the block runs in PyNative mode (the context is put back after it)
+      under the hooks;
+    * PyNative mode: the hooks; when a data dump is also on, the ``@jit`` graphs the block ran
+      are scanned from it as well, and the earlier finding wins;
+    * GRAPH mode: the block runs with a data dump (set up now if no graph was compiled yet)
+      and the iterations it wrote are scanned.
+
+    Raises
+    ------
+    DumpTooLateError
+        On entry, in GRAPH mode after the first compile without a dump: the message gives
+        the fresh-kernel first cell and says whether ``--pynative`` can help.
+    """
+
+    def __init__(
+        self,
+        code: str = "",
+        *,
+        pynative: bool = False,
+        numbers: Mapping[str, int] | None = None,
+        progress=None,
+    ) -> None:
+        self.code = code
+        self.pynative = pynative
+        self.numbers = numbers
+        self.progress = progress
+        self.report: NanReport | None = None
+        self.dump_path = ""
+        self.dump_new = False
+        self._watch: NanWatch | None = None
+        self._hooks = None
+        self._scope = None
+        self._before: set[str] = set()
+
+    def __enter__(self) -> NanSession:
+        from ..backend import get_backend
+        from ..backend.hooks import OpHooks
+        from . import datadump
+
+        backend = get_backend()
+        graph = backend.read("mode") == 0 and not self.pynative
+        try:
+            if graph:
+                self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
+            else:
+                status = datadump.dump_status()
+                if status.config_file and not status.error and (status.in_effect or not status.compiled):
+                    self.dump_path = status.dump_path
+            if self.dump_path:
+                self._before = iteration_dirs(self.dump_path)
+            if self.pynative and backend.read("mode") == 0:
+                from .. import settings
+
+                self._scope = settings.context(mode="pynative")
+                self._scope.__enter__()
+            if not graph:
+                self._watch = NanWatch(self.numbers)
+                self._hooks = OpHooks(self._watch)
+                self._hooks.install()
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    def _close(self) -> None:
+        try:
+            if self._hooks is not None:
+                self._hooks.remove()
+        finally:
+            if self._scope is not None:
+                scope, self._scope = self._scope, None
+                scope.__exit__(None, None, None)
+
+    def __exit__(self, *exc) -> bool:
+        self._close()
+        notes = []
+        if self.dump_new:
+            notes.append(f"msdebug set up a data dump in {self.dump_path} for this kernel's graphs")
+        hooked = self._watch.report() if self._watch is not None else None
+        dumped = None
+        if self.dump_path and (self._watch is None or iteration_dirs(self.dump_path) - self._before):
+            dumped = scan_new_iterations(self.dump_path, self._before, self.progress, self.numbers)
+        if hooked is not None and dumped is not None:
+            if dumped.culprit is not None and (hooked.culprit is None or _first_us(dumped) < self._watch.when_us):
+                dumped.notes.append(f"PyNative hooks: {hooked.checked_ops} ops checked as well")
+                self.report = dumped
+            else:
+                hooked.notes.append(
+                    f"the data dump of the graphs this cell ran: {dumped.checked_tensors} tensors, finite"
+                )
+                self.report = hooked
+        else:
+            self.report = hooked or dumped
+        if self.report is not None:
+            self.report.notes[:0] = notes
+        return False
+
+
+def _first_us(report: NanReport) -> int:
+    """When the culprit of a dump scan was written (µs since the epoch, from its file name)."""
+    culprit = report.culprit
+    return culprit.when_us if culprit is not None and culprit.when_us else 0
