@@ -185,11 +185,8 @@ class PrintLog:
 # --------------------------------------------------------------------------- text
 
 _TENSOR_HEAD = re.compile(r"Tensor\(shape=\[(?P<shape>[\d,\s]*)\], dtype=(?P<dtype>\w+), value=")
-_TOKEN = re.compile(
-    r"[-+]?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?)?j?"
-    r"|True|False",
-    re.IGNORECASE,
-)
+_TOKEN = re.compile(r"[-+]?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?)?j?"
+                    r"|True|False", re.IGNORECASE)
 
 
 def parse_text(data: bytes | str) -> tuple[PrintItem, ...]:
@@ -303,12 +300,8 @@ def _own_classes():
     value.oneof_decl.add(name="value")
     value.field.add(name="desc", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, oneof_index=0)
     value.field.add(
-        name="tensor",
-        number=2,
-        type=F.TYPE_MESSAGE,
-        label=F.LABEL_OPTIONAL,
-        type_name=".mindspore.prntpb.TensorProto",
-        oneof_index=0,
+        name="tensor", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+        type_name=".mindspore.prntpb.TensorProto", oneof_index=0,
     )
     message.field.add(
         name="value", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED, type_name=".mindspore.prntpb.Print.Value"
@@ -355,9 +348,7 @@ def _values(data: bytes, name: str):
             tag, pos = _varint(data, pos)
             length, pos = _varint(data, pos)
         except (IndexError, ValueError):
-            raise PrintFileError(
-                f"{name}: truncated or corrupt at byte {start}: the record header is cut off."
-            ) from None
+            raise PrintFileError(f"{name}: truncated or corrupt at byte {start}: the record header is cut off.") from None
         if tag != (1 << 3 | 2):
             raise PrintFileError(
                 f"{name}: not a MindSpore print file: byte {start} starts field {tag >> 3} "

@@ -668,6 +668,4 @@ def notify() -> None:
         except Exception as error:  # noqa: BLE001 - a broken listener must not break apply()
             with contextlib.suppress(ValueError):
                 _listeners.remove(ref)
-            warnings.warn(
-                f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=2
-            )
+            warnings.warn(f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=2)

@@ -75,7 +75,8 @@ class Backend:
             import mindspore
         except ImportError as error:
             raise MindSporeMissingError(
-                f"MindSpore is not installed in this environment ({sys.executable}); install it with: {INSTALL_HINT}"
+                f"MindSpore is not installed in this environment ({sys.executable}); "
+                f"install it with: {INSTALL_HINT}"
             ) from error
         from mindspore import context as ms_context
         from mindspore._c_expression import (
@@ -266,6 +267,7 @@ def _translate(name: str, value: Any, error: Exception) -> Exception:
             f"longer change; restart the kernel and set it first. (MindSpore: {first})"
         )
     return MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}")
+
 
 
 def machine_default(name: str) -> Any:

@@ -71,6 +71,7 @@ def synchronize() -> str:
     return ""
 
 
+
 class _NotifyingLoader(importlib.abc.Loader):
     """Wraps MindSpore's loader to run a callback once its module has executed."""
 
@@ -137,6 +138,8 @@ def capture_pristine() -> None:
     if backend.pristine is None:
         backend.pristine = backend.read_all()
     track_compiles()
+
+
 
 
 def _api_module():

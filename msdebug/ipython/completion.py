@@ -21,7 +21,11 @@ def _settable_names() -> list[str]:
     from ..keys import CATALOG, SHORTHANDS
 
     version = backend.installed_version()
-    names = [name for name, key in CATALOG.items() if key.available_in(version) and not key.ignored]
+    names = [
+        name
+        for name, key in CATALOG.items()
+        if key.available_in(version) and not key.ignored
+    ]
     return [*SHORTHANDS, *names]
 
 

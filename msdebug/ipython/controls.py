@@ -288,6 +288,7 @@ def model(state, capture: bool | None = None) -> PanelModel:
 # check_rdr is the one place to point at it later.
 
 
+
 def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
     """The ``rdr`` section of env_config.json, checked by :class:`msdebug.recorders.envconfig.EnvConfig`
     with MindSpore's own rules (1.6-2.7.0).

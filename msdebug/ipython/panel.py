@@ -108,17 +108,12 @@ class Panel:
             if title == "Debugging":
                 rows += self._capture_row() + self._rdr_row()
             parts.append(self._make(w.VBox, children=rows))
-        groups = [
-            self._make(w.VBox, children=[self._row(state) for state in states]) for _, states in self.model.groups
-        ]
+        groups = [self._make(w.VBox, children=[self._row(state) for state in states]) for _, states in self.model.groups]
         self.accordion = self._make(w.Accordion, children=groups, selected_index=None)
         for index, (title, states) in enumerate(self.model.groups):
             self.accordion.set_title(index, f"{title} ({len(states)})")
         count = sum(len(states) for _, states in self.model.groups)
-        parts += [
-            self._make(w.HTML, value=tag("div", esc(f"All settings ({count} more keys)"), style=_HEADER)),
-            self.accordion,
-        ]
+        parts += [self._make(w.HTML, value=tag("div", esc(f"All settings ({count} more keys)"), style=_HEADER)), self.accordion]
         legend = "marked and bold: differs from its default · greyed out: locked, the note says why"
         parts.append(self._make(w.HTML, value=tag("div", esc(legend), style=f"{NOTE};font-size:11px")))
         return self._make(w.VBox, children=parts, layout=w.Layout(max_width="980px"))
@@ -138,9 +133,7 @@ class Panel:
         kind, shown = control.widget, state.shown
         if kind == "targets":
             for target, _ in control.options:
-                button = self._make(
-                    w.ToggleButton, description=target, value=target == shown, layout=w.Layout(width="80px")
-                )
+                button = self._make(w.ToggleButton, description=target, value=target == shown, layout=w.Layout(width="80px"))
                 button.observe(self._guarded(lambda change, target=target: self._pick_target(target, change)), "value")
                 self.targets[target] = button
             return self._make(w.HBox, children=list(self.targets.values()))
@@ -149,25 +142,16 @@ class Panel:
         elif kind == "dropdown":
             widget = self._make(w.Dropdown, options=control.options, value=shown, layout=w.Layout(width="200px"))
         elif kind == "switch":
-            widget = self._make(
-                w.ToggleButton, value=shown, description="on" if shown else "off", layout=w.Layout(width="80px")
-            )
+            widget = self._make(w.ToggleButton, value=shown, description="on" if shown else "off", layout=w.Layout(width="80px"))
         elif kind == "checkbox":
             widget = self._make(w.Checkbox, value=shown, indent=False, layout=w.Layout(width="auto"))
         elif kind == "bounded_int":
-            widget = self._make(
-                w.BoundedIntText, value=shown, min=control.low, max=control.high, layout=w.Layout(width="120px")
-            )
+            widget = self._make(w.BoundedIntText, value=shown, min=control.low, max=control.high, layout=w.Layout(width="120px"))
         elif kind == "int":
             widget = self._make(w.IntText, value=shown, layout=w.Layout(width="120px"))
         elif kind == "json":
             widget = self._make(
-                w.Textarea,
-                value=shown,
-                continuous_update=False,
-                rows=2,
-                placeholder="{}",
-                layout=w.Layout(width="360px"),
+                w.Textarea, value=shown, continuous_update=False, rows=2, placeholder="{}", layout=w.Layout(width="360px")
             )
         else:
             widget = self._make(w.Text, value=shown, continuous_update=False, layout=w.Layout(width="360px"))
@@ -189,26 +173,17 @@ class Panel:
         w = self._w
         capture = _print_capture()
         self.capture = self._make(
-            w.Checkbox,
-            value=bool(capture),
-            description="every cell",
-            indent=False,
-            disabled=capture is None,
-            layout=w.Layout(width="120px"),
+            w.Checkbox, value=bool(capture), description="every cell", indent=False,
+            disabled=capture is None, layout=w.Layout(width="120px"),
         )
         self.capture.observe(self._guarded(self._set_capture), names="value")
         label = self._make(
-            w.HTML,
-            value=tag("span", esc("print capture"), style="padding-left:7px"),
+            w.HTML, value=tag("span", esc("print capture"), style="padding-left:7px"),
             layout=w.Layout(width=_LABEL_WIDTH, min_width=_LABEL_WIDTH),
         )
         note = self._make(
-            w.HTML,
-            value=tag(
-                "span",
-                esc("Print output inline, in order, when each cell ends (%msprint on)"),
-                style=f"{NOTE};font-size:11px",
-            ),
+            w.HTML, value=tag("span", esc("Print output inline, in order, when each cell ends (%msprint on)"),
+                              style=f"{NOTE};font-size:11px"),
         )
         return [self._make(w.HBox, children=[label, self.capture, note], layout=w.Layout(align_items="center"))]
 
@@ -226,14 +201,9 @@ class Panel:
     def _rdr_row(self) -> list:
         w = self._w
         self.rdr = {
-            "enable": self._make(
-                w.Checkbox, value=False, description="enable", indent=False, layout=w.Layout(width="90px")
-            ),
+            "enable": self._make(w.Checkbox, value=False, description="enable", indent=False, layout=w.Layout(width="90px")),
             "mode": self._make(
-                w.Dropdown,
-                options=[("1 on failure", 1), ("2 also at exit", 2)],
-                value=1,
-                layout=w.Layout(width="140px"),
+                w.Dropdown, options=[("1 on failure", 1), ("2 also at exit", 2)], value=1, layout=w.Layout(width="140px")
             ),
             "path": self._make(
                 w.Text, value="", placeholder="/absolute/path (default: working dir)", layout=w.Layout(width="260px")
@@ -252,9 +222,7 @@ class Panel:
             value=tag("span", esc("RDR (env_config.json)"), style="padding-left:7px"),
             layout=w.Layout(width=_LABEL_WIDTH, min_width=_LABEL_WIDTH),
         )
-        fields = self._make(
-            w.HBox, children=[label, *self.rdr.values(), self.rdr_button], layout=w.Layout(align_items="center")
-        )
+        fields = self._make(w.HBox, children=[label, *self.rdr.values(), self.rdr_button], layout=w.Layout(align_items="center"))
         return [fields, self._rdr_note]
 
     # ------------------------------------------------------------------ writing
@@ -298,9 +266,10 @@ class Panel:
 
     def _show_first_cell(self, _button=None) -> None:
         code = self.model.first_cell
-        self.first_cell.value = tag(
-            "div", esc("Make this the first cell of a fresh kernel (restart the kernel, then run it):"), style=NOTE
-        ) + tag("pre", esc(code), style="margin:2px 0;padding:4px;background:#f4f4f4;user-select:all")
+        self.first_cell.value = (
+            tag("div", esc("Make this the first cell of a fresh kernel (restart the kernel, then run it):"), style=NOTE)
+            + tag("pre", esc(code), style="margin:2px 0;padding:4px;background:#f4f4f4;user-select:all")
+        )
 
     def _write_rdr(self, _button=None) -> None:
         self.error = ""
@@ -380,11 +349,7 @@ class Panel:
         if model.device_lock:
             reasons.insert(0, f"locked: {model.device_lock}")
         self._device_note.value = (
-            tag(
-                "div",
-                "<br>".join(esc(r) for r in reasons),
-                style=f"{NOTE};font-size:11px;line-height:15px;padding-left:7px",
-            )
+            tag("div", "<br>".join(esc(r) for r in reasons), style=f"{NOTE};font-size:11px;line-height:15px;padding-left:7px")
             if reasons
             else ""
         )

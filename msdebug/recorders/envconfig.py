@@ -102,7 +102,9 @@ def _check_bool(value: Any, what: str) -> bool:
 
 def _check_mode(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in MODES:
-        raise EnvConfigError(f"rdr.mode must be 1 ({MODES[1]}) or 2 ({MODES[2]}), got {_show(value)}.")
+        raise EnvConfigError(
+            f"rdr.mode must be 1 ({MODES[1]}) or 2 ({MODES[2]}), got {_show(value)}."
+        )
     return value
 
 
@@ -223,11 +225,7 @@ class EnvConfig:
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         data: dict[str, dict[str, Any]] = {}
-        rdr = {
-            k: v
-            for k, v in (("enable", self.rdr_enable), ("mode", self.rdr_mode), ("path", self.rdr_path))
-            if v is not None
-        }
+        rdr = {k: v for k, v in (("enable", self.rdr_enable), ("mode", self.rdr_mode), ("path", self.rdr_path)) if v is not None}
         if rdr:
             data["rdr"] = rdr
         if self.mem_reuse is not None:
@@ -452,3 +450,4 @@ def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = Non
     if tree is not None:
         exported = tuple(str(f.path) for r in tree.ranks for f in r.files)
     return RdrStatus(version, supported, compiled, config_file, tuple(effective), exported, output, tuple(extra))
+

@@ -85,7 +85,9 @@ def parse_line(line: str) -> tuple[dict[str, Any], list[str], list[str]]:
             if token not in FLAGS:
                 from ...keys import did_you_mean
 
-                raise UsageError(f"unknown option {token}; use {', '.join(FLAGS)}." + did_you_mean(token, FLAGS))
+                raise UsageError(
+                    f"unknown option {token}; use {', '.join(FLAGS)}." + did_you_mean(token, FLAGS)
+                )
             flags.append(token)
         elif "=" in token:
             name, _, value = token.partition("=")
@@ -127,7 +129,9 @@ class MsDebugMagics(Magics):
         try:
             if cell is not None:
                 if flags or names:
-                    raise UsageError(f"%%mscontext takes only key=value settings, got {' '.join(flags + names)}")
+                    raise UsageError(
+                        f"%%mscontext takes only key=value settings, got {' '.join(flags + names)}"
+                    )
                 return _run_scoped(self.shell, line, cell, assignments)
             return self._line(assignments, flags, names)
         except MsDebugError as error:

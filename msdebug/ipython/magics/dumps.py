@@ -50,9 +50,7 @@ def parse_options(line: str, words: tuple[str, ...], options: dict[str, str], ma
         elif word:
             raise UsageError(f"%{magic}: one of {', '.join(words)} at a time, got {word!r} and {token!r}.")
         elif token not in words:
-            raise UsageError(
-                f"%{magic}: unknown word {token!r}; use {' or '.join(words)}." + did_you_mean(token, words)
-            )
+            raise UsageError(f"%{magic}: unknown word {token!r}; use {' or '.join(words)}." + did_you_mean(token, words))
         else:
             word = token
         i += 1
@@ -105,9 +103,7 @@ class DumpMagics(Magics):
                 raise UsageError("%msrdr off takes no --mode or --path.")
             mode = options.get("--mode")
             if mode is not None and mode not in ("1", "2"):
-                raise UsageError(
-                    f"%msrdr: --mode is 1 (export on failure) or 2 (also after each compile), got {mode!r}."
-                )
+                raise UsageError(f"%msrdr: --mode is 1 (export on failure) or 2 (also after each compile), got {mode!r}.")
             via = options.get("--via", "file" if "--file" in options else "env")
             if via not in ("env", "file"):
                 from ...keys import did_you_mean
