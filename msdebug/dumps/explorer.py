@@ -478,10 +478,10 @@ def open_dump(path: str | os.PathLike):
     DumpError
         When there is nothing there that msdebug can read; the message names the path.
     """
-    from . import datadump
+    from . import datadump, dataexplorer
 
     if datadump.find_data_dump(path) is not None:  # rank_*/execution_order: MindSpore's data dump
-        return datadump.DataDumpExplorer(path)
+        return dataexplorer.DataDumpExplorer(path)
     return Explorer(path)
 
 

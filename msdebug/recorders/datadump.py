@@ -34,6 +34,7 @@ __all__ = [
     "dump_status",
     "enable",
     "first_cell",
+    "graph_only_reason",
     "read_config",
     "write_config",
 ]
@@ -274,6 +275,19 @@ def write_config(config: dict, directory: str | os.PathLike) -> Path:
     raise DumpConfigError(f"{folder}: 1000 dump configs already there; give another directory.")
 
 
+_JIT = re.compile(r"(^|\W)(ms\.)?jit\b|@jit|\bjit\(")
+_SINK = re.compile(r"(dataset_sink_mode|sink_mode)\s*=\s*True|data_sink\(")
+
+
+def graph_only_reason(code: str) -> str:
+    """Why rerunning ``code`` in PyNative would not show its ops to hooks ('' when it would)."""
+    if _JIT.search(code):
+        return "it calls @jit functions, which run as graphs in PyNative too"
+    if _SINK.search(code):
+        return "it trains in sink mode, which runs as a graph"
+    return ""
+
+
 def first_cell(config_file: str | os.PathLike) -> str:
     """The one line to run first in a fresh kernel to dump with ``config_file``."""
     return f'import os; os.environ["{_dump.ENV_VAR}"] = "{os.fspath(config_file)}"'
@@ -423,8 +437,6 @@ def dump_for_cell(code: str = "") -> tuple[str, bool]:
     DumpConfigError
         When the configured dump config is one MindSpore would refuse.
     """
-    from .nan import graph_only_reason
-
     status = dump_status()
     if status.config_file and status.error:
         raise DumpConfigError(status.error)

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import linecache
-import re
 import time
 import weakref
 from collections import Counter
@@ -23,20 +22,9 @@ from typing import Any
 
 from ..dumps.datadump import is_finite, read_data_dump, tensor_stats
 from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
+from .datadump import graph_only_reason
 
 __all__ = ["NanSession", "NanWatch", "graph_only_reason", "iteration_dirs", "scan_new_iterations", "watch_pynative"]
-
-_JIT = re.compile(r"(^|\W)(ms\.)?jit\b|@jit|\bjit\(")
-_SINK = re.compile(r"(dataset_sink_mode|sink_mode)\s*=\s*True|data_sink\(")
-
-
-def graph_only_reason(code: str) -> str:
-    """Why rerunning ``code`` in PyNative would not show its ops to hooks ('' when it would)."""
-    if _JIT.search(code):
-        return "it calls @jit functions, which run as graphs in PyNative too"
-    if _SINK.search(code):
-        return "it trains in sink mode, which runs as a graph"
-    return ""
 
 
 def _tensors(value: Any, found: list, depth: int = 0) -> list:
