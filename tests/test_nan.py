@@ -8,6 +8,7 @@ interpreter, once per session, and shared by the tests that read it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -572,3 +573,164 @@ def test_cli_dump_nan_exit_status(dumps, tmp_path):
     assert _msdebug("dump", str(path), "--nan", "--rank", "x").returncode == 2
     explore = _msdebug("dump", str(path), "--exec-order", "--limit", "2")
     assert explore.returncode == 0 and "Execution order (rank 0, graph 0, iteration 0): 8 ops of 8" in explore.stdout
+
+
+# --------------------------------------------------------------------------- the magics
+
+
+NET_CELL = """\
+import numpy as np, mindspore as ms
+from mindspore import nn, ops
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        h = self.fc(x)
+        d = ops.sqrt(h - 5)
+        return self.relu(d).sum()
+
+
+net = Net()
+x = ms.Tensor(np.ones((2, 4), np.float32))
+"""
+
+
+def test_msnan_pynative_keeps_the_result_and_names_the_cell_line(ip, capsys):
+    ip.run_cell(NET_CELL, store_history=True)
+    defined = ip.execution_count - 1
+    result = ip.run_cell("%%msnan\nloss = net(x)\nprint('printed', loss)\nloss * 2", store_history=True)
+    assert result.error_in_exec is None
+    assert float(result.result.asnumpy()) == 0.0  # the cell's own value; ReLU hid the NaN
+    out = capsys.readouterr().out
+    assert "printed 0.0" in out
+    assert "First non-finite value: NaN at Default/Sqrt-op0 (Sqrt), output 0" in out
+    assert f"cell [{defined}], line 13: `d = ops.sqrt(h - 5)`" in out
+    assert "Default/relu-ReLU/ReLU-op0 (ReLU): masked it: its output is finite" in out
+
+
+def test_msnan_removes_its_hooks_after_an_error(ip, capsys):
+    ip.run_cell(NET_CELL)
+    before = _originals()
+    result = ip.run_cell("%%msnan\nnet(x)\nraise ValueError('boom')")
+    assert isinstance(result.error_in_exec, ValueError)
+    assert _originals() == before
+    out = capsys.readouterr().out
+    assert "First non-finite value: NaN at Default/Sqrt-op0" in out
+    assert "(%%msnan: the report above covers the ops that ran before the error)" in out
+
+
+def test_msnan_and_msdump_usage_errors(ip):
+    from IPython.core.error import UsageError
+
+    for line, message in (
+        ("%%msnan --pynativ\n1", "unknown option --pynativ; use --pynative. Did you mean '--pynative'?"),
+        ("%msdump onn", "unknown word 'onn'; use on or off. Did you mean 'on'?"),
+        ("%msdump --dir /tmp/x", "options go with on"),
+        ("%msdump on --dir /tmp/a.b", "has '.'"),
+        ("%msdump on --dir /tmp/d --iteration first", "iteration 'first'"),
+    ):
+        magic, _, rest = line.partition(" ")
+        with pytest.raises(UsageError, match=re.escape(message)):
+            if magic.startswith("%%"):
+                args, _, body = rest.partition("\n")
+                ip.run_cell_magic(magic[2:], args, body)
+            else:
+                ip.run_line_magic(magic[1:], rest)
+
+
+def _outputs_text(outputs: list[dict]) -> str:
+    parts = []
+    for out in outputs:
+        parts.append(
+            out.get("text") or out.get("data", {}).get("text/plain", "") or "\n".join(out.get("traceback", []))
+        )
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def graph_kernel():
+    from helpers import Kernel
+
+    kernel = Kernel()
+    status, outputs = kernel.run("%load_ext msdebug\n%mscontext mode=graph")
+    assert status == "ok", outputs
+    yield kernel
+    kernel.close()
+
+
+def test_msnan_in_graph_mode_sets_up_a_dump_and_finds_the_op(graph_kernel):
+    status, _ = graph_kernel.run(NET_CELL)
+    assert status == "ok"
+    status, outputs = graph_kernel.run("%%msnan\nloss = net(x)\nloss")
+    text = _outputs_text(outputs)
+    assert status == "ok", text
+    assert (
+        "First non-finite value: NaN at Default/Sqrt-op0 (Sqrt), output 0; rank 0, net Net, graph 0, iteration 0"
+        in text
+    )
+    assert "cell [2], line 13: `d = ops.sqrt(h - 5)`" in text
+    assert "msdebug set up a data dump in /tmp/msdebug_nan_" in text
+    assert any(o["type"] == "execute_result" for o in outputs)  # the cell's own value
+    status, outputs = graph_kernel.run("%msdump")
+    assert "state: on: MindSpore dumps every graph run" in _outputs_text(outputs)
+    status, outputs = graph_kernel.run("%%msnan\nnet(ms.Tensor(np.full((2, 4), 3, np.float32)))")
+    text = _outputs_text(outputs)
+    assert "All finite: checked 6 ops and 23 tensors" in text and "(data dump)" in text
+
+
+def test_too_late_in_a_kernel_says_the_first_cell_and_pynative_helps(tmp_path):
+    from helpers import Kernel
+
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext msdebug\n%mscontext mode=graph")
+        kernel.run(NET_CELL + "net(x)")
+        status, outputs = kernel.run(f"%msdump on --dir {tmp_path}/late")
+        text = _outputs_text(outputs)
+        assert status == "error"
+        assert text.count("\n") <= 2, text  # one line
+        assert (
+            f'Run this first in a fresh kernel: import os; os.environ["MINDSPORE_DUMP_CONFIG"] = '
+            f'"{tmp_path}/late/msdebug_dump.json"' in text
+        )
+        status, outputs = kernel.run("%%msnan\nnet(x)")
+        text = _outputs_text(outputs)
+        assert status == "error"
+        assert "or rerun this cell in PyNative under hooks: %%msnan --pynative" in text
+        status, outputs = kernel.run("%%msnan\n@ms.jit\ndef f(a):\n    return a * 2\nf(x)")
+        assert "would not help: it calls @jit functions" in _outputs_text(outputs)
+        status, outputs = kernel.run("%%msnan --pynative\nnet(x)")
+        text = _outputs_text(outputs)
+        assert status == "ok", text
+        assert "First non-finite value: NaN at Default/Sqrt-op0 (Sqrt), output 0" in text
+        assert "(PyNative hooks)" in text
+        status, outputs = kernel.run("import msdebug; print(msdebug.get('mode'))")
+        assert _outputs_text(outputs).strip() == "0"  # back to GRAPH
+        # A real interrupt (SIGINT from the kernel manager) in the middle of hooked ops.
+        msg_id = kernel.client.execute(
+            "%%msnan --pynative\nt = ms.Tensor(np.ones(4, np.float32))\nwhile True:\n    t = ops.sqrt(t)"
+        )
+        import time
+
+        time.sleep(6)
+        kernel.manager.interrupt_kernel()
+        reply = kernel.client.get_shell_msg(timeout=120)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kernel.client.get_shell_msg(timeout=120)
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        status, outputs = kernel.run(
+            "from mindspore import nn\nfrom mindspore.ops.primitive import Primitive\n"
+            "from mindspore.ops.auto_generate import gen_ops_prim\nfrom mindspore.common.tensor import Tensor\n"
+            "print(Primitive.__call__.__module__, nn.Cell.__call__.__module__, gen_ops_prim.Sqrt.__call__.__module__,"
+            " '__mul__' in Tensor.__dict__, msdebug.get('mode'))"
+        )
+        assert _outputs_text(outputs).split() == [
+            "mindspore.ops.primitive", "mindspore.nn.cell", "mindspore.ops.auto_generate.gen_ops_prim", "False", "0",
+        ]  # fmt: skip
+    finally:
+        kernel.close()
