@@ -47,13 +47,16 @@ def process_started() -> float:
 
 
 def parsed_here(dump_path: str | os.PathLike) -> bool:
-    """Whether MindSpore in this process parsed a config writing to ``dump_path``: its
-    ``.dump_metadata`` is newer than the process."""
-    started = process_started()
-    for meta in Path(dump_path).glob("rank_*/.dump_metadata/data_dump.json"):
+    """Whether MindSpore in this process took a config writing to ``dump_path``: something in
+    ``rank_*/`` there (``.dump_metadata``, ``execution_order``, the net's folder) is newer than
+    the process. ``.dump_metadata`` alone is not enough: after PyNative ops MindSpore dumps
+    without writing it."""
+    started = process_started() - 1
+    for rank in Path(dump_path).glob("rank_*"):
         try:
-            if meta.stat().st_mtime >= started - 1:
-                return True
+            with os.scandir(rank) as entries:
+                if any(entry.stat(follow_symlinks=False).st_mtime >= started for entry in entries):
+                    return True
         except OSError:
             continue
     return False

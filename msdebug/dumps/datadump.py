@@ -232,7 +232,7 @@ def is_data_dump(path: str | os.PathLike) -> bool:
 
 def find_data_dump(path: str | os.PathLike) -> Path | None:
     """The folder holding ``rank_*`` for ``path`` (the dump path, or one rank inside it)."""
-    root = Path(path)
+    root = Path(os.path.abspath(os.path.expanduser(path)))
     if _rank_dirs(root) and is_data_dump(root):
         return root
     if _RANK.match(root.name) and is_data_dump(root):

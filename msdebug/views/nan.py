@@ -162,7 +162,8 @@ def text_report(report) -> str:
 
 def html_summary(summary) -> str:
     meta = ", ".join(f"{k} {v}" for k, v in summary.metadata.items())
-    head = tag("div", tag("b", esc("Data dump")) + esc(f" {summary.root}: ranks {list(summary.ranks)}; {meta}"))
+    meta = f"; {meta}" if meta else ""
+    head = tag("div", tag("b", esc("Data dump")) + esc(f" {summary.root}: ranks {list(summary.ranks)}{meta}"))
     rows = [
         [esc(r.rank), esc(r.net), esc(r.graph_id), esc(r.iteration), esc(r.ops), esc(r.tensors), esc(_size(r.size)),
          tag("span", esc(r.bad_names), style=BAD) if r.bad_names else "0"]
@@ -185,7 +186,8 @@ def html_summary(summary) -> str:
 
 def text_summary(summary) -> str:
     meta = ", ".join(f"{k} {v}" for k, v in summary.metadata.items())
-    lines = [f"Data dump {summary.root}: ranks {list(summary.ranks)}; {meta}"]
+    meta = f"; {meta}" if meta else ""
+    lines = [f"Data dump {summary.root}: ranks {list(summary.ranks)}{meta}"]
     for r in summary.rows:
         odd = f", {r.bad_names} odd file names" if r.bad_names else ""
         lines.append(
