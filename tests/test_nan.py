@@ -171,6 +171,19 @@ def test_graph_dump_first_nan_is_sqrt_with_its_line_and_relu_masks_it(dumps):
     assert "Sqrt made it: its inputs are finite and its output 0 is not" in text
 
 
+def test_public_api_and_progress(dumps):
+    import msdebug
+
+    calls = []
+    from msdebug.dumps.nan import scan_dump
+
+    path, _ = dumps["graph"]
+    report = scan_dump(path, progress=lambda done, total: calls.append((done, total)))
+    assert len(calls) == report.checked_tensors and calls == sorted(calls)
+    assert all(total == calls[0][1] for _, total in calls) and calls[-1][0] == report.checked_bytes
+    assert msdebug.first_nonfinite(path).culprit == report.culprit
+
+
 def test_jit_dump_minus_inf_from_log(dumps):
     from msdebug.dumps.nan import scan_dump
 

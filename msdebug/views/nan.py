@@ -112,7 +112,7 @@ def html_report(report) -> str:
                 tag("li", tag("code", esc(r.name)) + esc(f" ({r.op_type}): {r.outcome}")) for r in culprit.reached
             )
             parts.append(tag("div", esc("Downstream ops it reached:") + tag("ul", items, style="margin:2px 0")))
-        parts.append(tag("div", esc(checked.capitalize() + "."), style=NOTE))
+        parts.append(tag("div", esc(checked[0].upper() + checked[1:] + "."), style=NOTE))
     for note in report.notes[:_MAX_NOTES]:
         parts.append(tag("div", esc(note), style=NOTE))
     if report.skipped:
