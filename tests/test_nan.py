@@ -747,3 +747,23 @@ def test_too_late_in_a_kernel_says_the_first_cell_and_pynative_helps(tmp_path):
         ]  # fmt: skip
     finally:
         kernel.close()
+
+
+def test_msnan_on_a_jit_function_in_pynative_reads_a_dump(tmp_path):
+    from helpers import Kernel
+
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext msdebug\nimport numpy as np, mindspore as ms\nfrom mindspore import ops")
+        status, outputs = kernel.run(
+            "%%msnan\n@ms.jit\ndef step(a):\n    b = ops.log(a - 1)\n    return ops.relu(b) * 3\n\n"
+            "step(ms.Tensor(np.arange(4, dtype=np.float32)))"
+        )
+        text = _outputs_text(outputs)
+        assert status == "ok", text
+        assert "First non-finite value: NaN and -Inf at Default/Log-op0 (Log), output 0" in text
+        assert "cell [2], line 4: `b = ops.log(a - 1)`" in text
+        assert "msdebug set up a data dump in /tmp/msdebug_nan_" in text
+        assert "PyNative hooks: " in text  # both looked; the dump saw the graph's ops
+    finally:
+        kernel.close()

@@ -76,6 +76,7 @@ class OpHooks:
     def __init__(self, observer: HookObserver) -> None:
         self.observer = observer
         self.busy = False
+        self.errors: list[str] = []  # checks that failed (the op itself went on)
         self._saved: list[tuple[type, str, Any, bool]] = []
 
     @property
@@ -166,6 +167,8 @@ class OpHooks:
         self.busy = True
         try:
             self.observer.op(op_type, args, output)
+        except Exception as error:  # noqa: BLE001 - a failing check must never fail the person's op
+            self.errors.append(f"{op_type}: {type(error).__name__}: {error}")
         finally:
             self.busy = False
 

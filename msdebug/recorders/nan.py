@@ -48,6 +48,7 @@ class NanWatch:
         self.counts: Counter = Counter()
         self.ops = 0
         self.tensors = 0
+        self.unreadable = 0
         self.culprit: Culprit | None = None
         self.when_us = 0
         self._seen: dict[int, weakref.ref] = {}
@@ -90,24 +91,33 @@ class NanWatch:
         if self.culprit is not None:
             self._follow(op_type, inputs, outputs)
             return
-        from ..backend.hooks import to_numpy
-
+        # Inputs no hooked op made (data, parameters, results of graphs) are checked once;
+        # outputs always, also when an op returns a tensor it updated in place.
         for position, tensor in enumerate(inputs):
             if self._known(self._seen, tensor):
                 continue
             self._remember(self._seen, tensor)
-            self.tensors += 1
-            if not is_finite(to_numpy(tensor)):
+            if self._check(tensor) is False:
                 self._blame(op_type, inputs, outputs, f"input {position}")
                 return
         for position, tensor in enumerate(outputs):
-            if self._known(self._seen, tensor):
-                continue
             self._remember(self._seen, tensor)
-            self.tensors += 1
-            if not is_finite(to_numpy(tensor)):
+            if self._check(tensor) is False:
                 self._blame(op_type, inputs, outputs, f"output {position}")
                 return
+
+    def _check(self, tensor: Any) -> bool | None:
+        """Whether ``tensor`` is finite; None when MindSpore cannot hand its values to numpy
+        (bfloat16, say), which is counted and said in the report."""
+        from ..backend.hooks import to_numpy
+
+        try:
+            values = to_numpy(tensor)
+        except Exception:  # noqa: BLE001 - MindSpore raises TypeError or RuntimeError for such dtypes
+            self.unreadable += 1
+            return None
+        self.tensors += 1
+        return is_finite(values)
 
     def _slot(self, label: str, tensor: Any) -> SlotStats:
         from ..backend.hooks import to_numpy
@@ -168,6 +178,10 @@ class NanWatch:
         if culprit is not None and self._reached:
             culprit = Culprit(**{**culprit.__dict__, "reached": tuple(self._reached)})
         notes = list(notes or [])
+        if self.unreadable:
+            notes.append(
+                f"{self.unreadable} tensors could not be read as numpy arrays (bfloat16?) and were not checked"
+            )
         if self.ops == 0:
             notes.append(
                 "no PyNative op ran under the hooks: GRAPH-mode cells and @jit functions run as graphs; "
@@ -260,8 +274,10 @@ class NanSession:
         self._hooks = None
         self._scope = None
         self._before: set[str] = set()
+        self._compiled = False
 
     def __enter__(self) -> NanSession:
+        from ..backend import dump as _dump
         from ..backend import get_backend
         from ..backend.hooks import OpHooks
         from . import datadump
@@ -275,8 +291,12 @@ class NanSession:
                 status = datadump.dump_status()
                 if status.config_file and not status.error and (status.in_effect or not status.compiled):
                     self.dump_path = status.dump_path
+                elif graph_only_reason(self.code) and not status.config_file and not status.compiled:
+                    # @jit functions run as graphs in PyNative too: their ops need a dump.
+                    self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
             if self.dump_path:
                 self._before = iteration_dirs(self.dump_path)
+            self._compiled = _dump.graph_compiled()
             if self.pynative and backend.read("mode") == 0:
                 from .. import settings
 
@@ -301,11 +321,27 @@ class NanSession:
                 scope.__exit__(None, None, None)
 
     def __exit__(self, *exc) -> bool:
+        from ..backend import dump as _dump
+
         self._close()
         notes = []
         if self.dump_new:
             notes.append(f"msdebug set up a data dump in {self.dump_path} for this kernel's graphs")
         hooked = self._watch.report() if self._watch is not None else None
+        if hooked is not None and self._hooks.errors:
+            hooked.notes.append(
+                f"{len(self._hooks.errors)} checks failed and were skipped; the first: {self._hooks.errors[0]}"
+            )
+        if hooked is not None and not self.dump_path and graph_only_reason(self.code):
+            hooked.notes.append(
+                "this cell calls @jit functions, whose ops the hooks do not see; a data dump would show them, "
+                "but this process compiled a graph before one was set up"
+            )
+        elif hooked is not None and not self.dump_path and not self._compiled and _dump.graph_compiled():
+            hooked.notes.append(
+                "a graph (a GRAPH-mode Cell or an @jit function) ran in this cell: the hooks do not see its ops, "
+                "and no data dump can be set up any more in this process"
+            )
         dumped = None
         if self.dump_path and (self._watch is None or iteration_dirs(self.dump_path) - self._before):
             dumped = scan_new_iterations(self.dump_path, self._before, self.progress, self.numbers)
