@@ -10,9 +10,8 @@ from __future__ import annotations
 import linecache
 import re
 import textwrap
-from collections.abc import Mapping
 
-__all__ = ["cell_code", "cell_label", "is_cell"]
+__all__ = ["cell_code", "is_cell"]
 
 _CELL = re.compile(r"(?:^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 _MAX_LINES = 12
@@ -21,15 +20,6 @@ _MAX_LINES = 12
 def is_cell(path: str) -> bool:
     """Whether ``path`` is the name IPython or ipykernel gives a cell."""
     return bool(_CELL.search(path))
-
-
-def cell_label(path: str, line: int, numbers: Mapping[str, int] | None = None) -> str:
-    """``cell [14], line 3`` for a line of a notebook cell, ``cell, line 3`` when the cell's
-    execution count is not in ``numbers`` (IPython's file name -> count map), else ''."""
-    if not is_cell(path):
-        return ""
-    number = (numbers or {}).get(path)
-    return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
 
 
 def cell_code(path: str, line: int, end: int | None = None) -> str | None:

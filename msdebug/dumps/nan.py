@@ -134,10 +134,19 @@ class NanReport:
         return text_report(self)
 
 
+def _cell_label(path: str, line: int, numbers: Mapping[str, int] | None) -> str:
+    """``cell [14], line 3`` for a line of a notebook cell (``cell, line 3`` when ``numbers``,
+    IPython's file name -> execution count map, does not know it); '' for other files."""
+    if not cells.is_cell(path):
+        return ""
+    number = (numbers or {}).get(path)
+    return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
+
+
 def source_text(path: str, line: int, end: int | None, code: str, numbers: Mapping[str, int] | None = None):
     """``(source, code, cell)`` for a location: the cell's own code where ``path`` is a
     notebook cell (``cell [14], line 3``), else the file's line and the dumped code."""
-    label = cells.cell_label(path, line, numbers)
+    label = _cell_label(path, line, numbers)
     own = cells.cell_code(path, line, end if end and end - line < 1 else line)
     if label:
         return f"{path}:{line}", (own if own is not None else code).strip(), label
