@@ -767,3 +767,29 @@ def test_msnan_on_a_jit_function_in_pynative_reads_a_dump(tmp_path):
         assert "PyNative hooks: " in text  # both looked; the dump saw the graph's ops
     finally:
         kernel.close()
+
+
+def test_progress_bars_appear_only_for_long_scans():
+    import io
+
+    from msdebug.cli import _TextProgress
+    from msdebug.ipython.magics.nan import WidgetProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    quick = Terminal()
+    bar = _TextProgress(quick)
+    bar(10, 100)
+    bar.close()
+    assert quick.getvalue() == ""  # under two seconds: nothing
+    slow = Terminal()
+    bar = _TextProgress(slow, after=0)
+    bar(50 << 20, 100 << 20)
+    bar.close()
+    assert slow.getvalue() == f"\rscanning [{'#' * 15:<30}]  50% of 100 MB\n"
+    widget = WidgetProgress(after=0)
+    widget(3, 4)
+    assert type(widget.bar).__name__ == "FloatProgress" and widget.bar.value == 0.75
+    widget.close()

@@ -32,7 +32,6 @@ __all__ = [
     "NanReport",
     "Reached",
     "SlotStats",
-    "first_nonfinite",
     "scan_dump",
     "source_text",
 ]
@@ -143,11 +142,11 @@ def _cell_label(path: str, line: int, numbers: Mapping[str, int] | None) -> str:
     return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
 
 
-def source_text(path: str, line: int, end: int | None, code: str, numbers: Mapping[str, int] | None = None):
+def source_text(path: str, line: int, code: str, numbers: Mapping[str, int] | None = None) -> tuple[str, str, str]:
     """``(source, code, cell)`` for a location: the cell's own code where ``path`` is a
     notebook cell (``cell [14], line 3``), else the file's line and the dumped code."""
     label = _cell_label(path, line, numbers)
-    own = cells.cell_code(path, line, end if end and end - line < 1 else line)
+    own = cells.cell_code(path, line)
     if label:
         return f"{path}:{line}", (own if own is not None else code).strip(), label
     return f"{path}:{line}", code.strip(), ""
@@ -221,8 +220,8 @@ def scan_dump(
                     f"rank {where.rank} iteration {iteration.iteration}: {len(iteration.unmatched)} files match no op "
                     "of the execution order; scanned after the ops"
                 )
-            hit = _first_in_iteration(iteration, scanner)
-            ops += len(iteration.ops)
+            hit, visited = _first_in_iteration(iteration, scanner)
+            ops += visited
             if hit is not None:
                 found.append((hit[1].timestamp, iteration, hit[0], hit[1]))
                 break
@@ -255,20 +254,18 @@ def scan_dump(
     )
 
 
-def first_nonfinite(dump, **kwargs) -> NanReport:
-    """Alias of :func:`scan_dump`, named for what it answers."""
-    return scan_dump(dump, **kwargs)
-
-
-def _first_in_iteration(iteration: DumpIteration, scanner: _Scanner) -> tuple[DumpOp | None, TensorFile] | None:
+def _first_in_iteration(
+    iteration: DumpIteration, scanner: _Scanner
+) -> tuple[tuple[DumpOp | None, TensorFile] | None, int]:
+    """The first non-finite tensor of one iteration and how many ops were looked at."""
     for op in iteration.ops:
         for tensor in op.tensors:
             if scanner.finite(tensor) is False:
-                return op, tensor
+                return (op, tensor), op.index + 1
     for tensor in iteration.parameters + iteration.unmatched:
         if scanner.finite(tensor) is False:
-            return None, tensor
-    return None
+            return (None, tensor), len(iteration.ops)
+    return None, len(iteration.ops)
 
 
 def _slot_stats(scanner: _Scanner, tensors: Sequence[TensorFile], note: Callable[[TensorFile], str]):
@@ -313,7 +310,7 @@ def _culprit(
             node = None
         location = node.source if node is not None else None
         if location is not None:
-            source, code, cell = source_text(location.path, location.line, location.end_line, location.code, numbers)
+            source, code, cell = source_text(location.path, location.line, location.code, numbers)
         if not made_here and node is not None:
             position = tensor.slot
             refs = node.inputs

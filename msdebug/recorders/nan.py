@@ -141,7 +141,7 @@ class NanWatch:
         source = code = cell = ""
         if frame is not None:
             path, line = frame.f_code.co_filename, frame.f_lineno
-            source, code, cell = source_text(path, line, None, linecache.getline(path, line), self.numbers)
+            source, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
         scope = "/".join(label for _, label in self.scope) or "Default"
         name = f"{scope}/{op_type}-op{self.counts[op_type] - 1}"
         note = ""
