@@ -793,3 +793,49 @@ def test_progress_bars_appear_only_for_long_scans():
     widget(3, 4)
     assert type(widget.bar).__name__ == "FloatProgress" and widget.bar.value == 0.75
     widget.close()
+
+
+def test_gradients_and_updated_parameters_that_forward_hooks_cannot_see(models):
+    from mindspore import nn
+
+    from msdebug.recorders.nan import watch_pynative
+
+    ms, ops = models.ms, models.ops
+
+    class Root(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 1, weight_init="zeros", bias_init="zeros")
+
+        def construct(self, x):
+            return ops.sqrt(self.fc(x)).sum()  # finite (0), but its gradient at 0 is +Inf
+
+    x = ms.Tensor(np.ones((2, 4), np.float32))
+    net = Root()
+    step = nn.TrainOneStepCell(net, nn.SGD(net.trainable_params(), 0.1))
+    with watch_pynative() as watch:
+        step(x)
+    culprit = watch.report().culprit
+    assert (culprit.name, culprit.op_type, culprit.slot, culprit.kind) == (
+        "Default/optimizer-SGD", "SGD", "gradient of fc.weight", "+Inf",
+    )  # fmt: skip
+    assert culprit.note.startswith("the backward pass made it")
+    assert culprit.code == "step(x)"
+
+    class Linear(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 1, weight_init="zeros", bias_init="zeros")
+
+        def construct(self, x):
+            return self.fc(x).sum()
+
+    net = Linear()
+    step = nn.TrainOneStepCell(net, nn.SGD(net.trainable_params(), 3e38))  # finite gradients, overflowing update
+    with watch_pynative() as watch:
+        step(x)
+    culprit = watch.report().culprit
+    assert (culprit.name, culprit.op_type, culprit.slot, culprit.kind) == (
+        "fc.weight", "Parameter", "value after the cell", "-Inf",
+    )  # fmt: skip
+    assert "the optimizer's update made it" in culprit.note

@@ -22,7 +22,17 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["HookObserver", "OpHooks", "TENSOR_METHODS", "cell_path_name", "is_tensor", "to_numpy", "user_frame"]
+__all__ = [
+    "HookObserver",
+    "OpHooks",
+    "TENSOR_METHODS",
+    "cell_parameters",
+    "cell_path_name",
+    "is_tensor",
+    "optimizer_parameters",
+    "to_numpy",
+    "user_frame",
+]
 
 # Tensor methods that compute a new value: operators first, then the common math methods.
 TENSOR_METHODS = {
@@ -41,7 +51,7 @@ TENSOR_METHODS = {
 class HookObserver(Protocol):
     """What :class:`OpHooks` reports to."""
 
-    def enter_cell(self, cell: Any) -> None: ...
+    def enter_cell(self, cell: Any, args: tuple) -> None: ...
 
     def exit_cell(self, cell: Any) -> None: ...
 
@@ -57,6 +67,21 @@ def is_tensor(value: Any) -> bool:
 def to_numpy(tensor: Any):
     """The tensor's values as a numpy array (waits for the op that makes it)."""
     return tensor.asnumpy()
+
+
+def optimizer_parameters(cell: Any) -> list[str] | None:
+    """The names of the parameters an optimizer Cell updates (its inputs are their gradients,
+    in this order), or None when ``cell`` is no optimizer."""
+    from mindspore import nn
+
+    if not isinstance(cell, nn.Optimizer):
+        return None
+    return [getattr(p, "name", "") for p in getattr(cell, "_parameters", None) or cell.parameters]
+
+
+def cell_parameters(cell: Any) -> list[tuple[str, Any]]:
+    """``(name, Parameter)`` of every parameter of ``cell`` and its children, once each."""
+    return list(cell.parameters_and_names())
 
 
 def cell_path_name(parent: Any, child: Any) -> str:
@@ -155,7 +180,13 @@ class OpHooks:
         def __call__(cell, *args, **kwargs):
             if hooks.busy:
                 return original(cell, *args, **kwargs)
-            hooks.observer.enter_cell(cell)
+            hooks.busy = True
+            try:
+                hooks.observer.enter_cell(cell, args)
+            except Exception as error:  # noqa: BLE001 - a failing check must never fail the person's cell
+                hooks.errors.append(f"{type(cell).__name__}: {type(error).__name__}: {error}")
+            finally:
+                hooks.busy = False
             try:
                 return original(cell, *args, **kwargs)
             finally:

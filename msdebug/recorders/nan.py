@@ -55,13 +55,31 @@ class NanWatch:
         self._bad: dict[int, weakref.ref] = {}
         self._reached: list[Reached] = []
         self._last: tuple[int, ...] = ()
+        self._roots: dict[int, weakref.ref] = {}
 
-    # -- cells give the scope
-    def enter_cell(self, cell: Any) -> None:
-        from ..backend.hooks import cell_path_name
+    # -- cells give the scope; optimizers get the gradients, which no forward hook sees
+    def enter_cell(self, cell: Any, args: tuple = ()) -> None:
+        from ..backend.hooks import cell_path_name, optimizer_parameters
 
+        if not self.scope and len(self._roots) < 64:
+            self._remember(self._roots, cell)
         label = cell_path_name(self.scope[-1][0], cell) if self.scope else "Default"
         self.scope.append((cell, label))
+        names = optimizer_parameters(cell) if self.culprit is None else None
+        if names is None:
+            return
+        for position, gradient in enumerate(_tensors(args, [])):
+            if self._check(gradient) is False:
+                target = names[position] if position < len(names) else f"parameter {position}"
+                self._blame_value(
+                    "/".join(label for _, label in self.scope),
+                    type(cell).__name__,
+                    f"gradient of {target}",
+                    gradient,
+                    f"the backward pass made it: the gradient of {target} reached the optimizer already not finite "
+                    "(the hooks see forward ops only, and every forward op was finite)",
+                )
+                return
 
     def exit_cell(self, cell: Any) -> None:
         if self.scope and self.scope[-1][0] is cell:
@@ -173,7 +191,49 @@ class NanWatch:
         outcome = "passed it on" if bad else "masked it: its output is finite"
         self._reached.append(Reached(name, op_type, outcome))
 
+    def _blame_value(self, name: str, op_type: str, slot: str, tensor: Any, note: str, source: bool = True) -> None:
+        """A culprit that is one value rather than an op's output: a gradient, a parameter."""
+        from ..backend.hooks import user_frame
+
+        self.when_us = time.time_ns() // 1000
+        value = self._slot(slot, tensor)
+        where = code = cell = ""
+        frame = user_frame() if source else None
+        if frame is not None:
+            path, line = frame.f_code.co_filename, frame.f_lineno
+            where, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
+        self.culprit = Culprit(
+            name, op_type, slot, value.stats, False, (value,), (), where, code, cell, note=note, when_us=self.when_us
+        )
+
+    def _check_parameters(self) -> None:
+        """After the block: parameters that are no longer finite, though every op the hooks saw was."""
+        from ..backend.hooks import cell_parameters
+
+        checked: set[int] = set()
+        for ref in list(self._roots.values()):
+            root = ref()
+            if root is None:
+                continue
+            for name, parameter in cell_parameters(root):
+                if id(parameter) in checked:
+                    continue
+                checked.add(id(parameter))
+                if self._check(parameter) is False:
+                    self._blame_value(
+                        name,
+                        "Parameter",
+                        "value after the cell",
+                        parameter,
+                        "every op the hooks saw was finite, so the backward pass or the optimizer's update made it "
+                        "(the hooks see forward ops only)",
+                        source=False,
+                    )
+                    return
+
     def report(self, notes: list[str] | None = None) -> NanReport:
+        if self.culprit is None:
+            self._check_parameters()
         culprit = self.culprit
         if culprit is not None and self._reached:
             culprit = Culprit(**{**culprit.__dict__, "reached": tuple(self._reached)})
