@@ -115,6 +115,10 @@ def _dump(args: argparse.Namespace) -> int:
     except MsDebugError as error:
         print(f"msdebug dump: {error}", file=sys.stderr)
         return 1
+    if getattr(explorer, "kind", "") == "datadump" and (args.memory or args.graph or args.diff):
+        print("msdebug dump: a data dump has --exec-order and --nan; --graph, --memory and --diff are for "
+              "RDR trees and save_graphs directories", file=sys.stderr)  # fmt: skip
+        return 2
     print(repr(explorer))
     tree = getattr(explorer, "tree", None) or getattr(explorer, "dump", None)  # RDR tree or data dump
     ranks = [r.rank for r in tree.ranks] if tree is not None else [None]

@@ -584,6 +584,7 @@ def test_cli_dump_nan_exit_status(dumps, tmp_path):
     assert clean.returncode == 0 and clean.stdout.startswith("All finite: checked 8 ops and 34 tensors")
     assert _msdebug("dump", str(tmp_path), "--nan").returncode == 2
     assert _msdebug("dump", str(path), "--nan", "--rank", "x").returncode == 2
+    assert _msdebug("dump", str(path), "--memory").returncode == 2
     explore = _msdebug("dump", str(path), "--exec-order", "--limit", "2")
     assert explore.returncode == 0 and "Execution order (rank 0, graph 0, iteration 0): 8 ops of 8" in explore.stdout
 
