@@ -222,7 +222,10 @@ def _outputs(row) -> tuple[str, str]:
             html.append(esc(line))
             text.append(line)
         else:
-            line = f"{stats.shape} {stats.kinds}; finite min {_num(stats.min)} max {_num(stats.max)}"
+            finite = (
+                f"finite min {_num(stats.min)} max {_num(stats.max)}" if stats.min is not None else "no finite value"
+            )
+            line = f"{stats.shape} {stats.kinds}; {finite}"
             html.append(tag("span", esc(line), style=BAD))
             text.append(line)
     return "<br>".join(html), "; ".join(text)
@@ -233,10 +236,9 @@ def html_exec(view) -> str:
     for row in view.rows:
         out_html, _ = _outputs(row)
         inputs = {None: "?", True: tag("span", "finite", style=GOOD), False: tag("span", "not finite", style=BAD)}
-        style = "" if row.finite is not True else ""
         code = tag("code", esc(row.code.splitlines()[0])) if row.code else ""
         rows.append(
-            [esc(row.index), tag("code", esc(row.name), style=style), esc(row.op_type), inputs[row.inputs_finite],
+            [esc(row.index), tag("code", esc(row.name)), esc(row.op_type), inputs[row.inputs_finite],
              out_html, code]
         )  # fmt: skip
     what = "ops with a non-finite value" if view.nonfinite_only else "ops"
