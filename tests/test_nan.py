@@ -427,7 +427,10 @@ def test_too_late_after_the_first_compile_and_the_first_cell_works(tmp_path):
 
 def test_status_says_configured_then_on_and_what_was_written(tmp_path):
     code = f"""
+    import os
     from msdebug.recorders import datadump
+    datadump.enable({str(tmp_path / "d")!r})
+    print("O", datadump.disable().state, "MINDSPORE_DUMP_CONFIG" in os.environ)
     print("A", datadump.enable({str(tmp_path / "d")!r}).state)
     import numpy as np, mindspore as ms
     from mindspore import nn, ops
@@ -447,7 +450,10 @@ def test_status_says_configured_then_on_and_what_was_written(tmp_path):
     """
     result = _run_file(tmp_path, "status", code)
     assert result.returncode == 0, result.stderr[-2000:]
-    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line[:2] in ("A ", "B ", "C ", "D "))
+    lines = dict(
+        line.split(" ", 1) for line in result.stdout.splitlines() if line[:2] in ("O ", "A ", "B ", "C ", "D ")
+    )
+    assert lines["O"] == "off False"
     assert lines["A"] == "configured: MindSpore reads it at the first graph compile"
     assert lines["B"] == "on: MindSpore dumps every graph run"
     assert lines["C"] == "1 2"  # outputs only by default: Mul's output and the graph input x
