@@ -500,13 +500,13 @@ def models():
 
 
 def _originals():
-    from mindspore import nn
+    from mindspore import mint, nn
     from mindspore.common.tensor import Tensor
     from mindspore.ops.auto_generate import gen_ops_prim
     from mindspore.ops.primitive import Primitive
 
     return (nn.Cell.__call__, Primitive.__call__, gen_ops_prim.Sqrt.__call__, Tensor.__dict__.get("__mul__"),
-            Tensor.__dict__.get("__radd__"))  # fmt: skip
+            Tensor.__dict__.get("__radd__"), mint.div)  # fmt: skip
 
 
 def test_hooks_blame_the_primitive_inside_the_parents_construct(models):
@@ -756,15 +756,15 @@ def test_too_late_in_a_kernel_says_the_first_cell_and_pynative_helps(tmp_path):
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = kernel.client.get_shell_msg(timeout=120)
         assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        # functools.wraps copies names and modules: a wrapper is told by its __wrapped__.
         status, outputs = kernel.run(
-            "from mindspore import nn\nfrom mindspore.ops.primitive import Primitive\n"
+            "from mindspore import nn, mint\nfrom mindspore.ops.primitive import Primitive\n"
             "from mindspore.ops.auto_generate import gen_ops_prim\nfrom mindspore.common.tensor import Tensor\n"
-            "print(Primitive.__call__.__module__, nn.Cell.__call__.__module__, gen_ops_prim.Sqrt.__call__.__module__,"
-            " '__mul__' in Tensor.__dict__, msdebug.get('mode'))"
+            "wrapped = [hasattr(f, '__wrapped__') for f in (Primitive.__call__, nn.Cell.__call__,"
+            " gen_ops_prim.Sqrt.__call__, mint.div, Tensor.__radd__)]\n"
+            "print(wrapped, '__mul__' in Tensor.__dict__, msdebug.get('mode'))"
         )
-        assert _outputs_text(outputs).split() == [
-            "mindspore.ops.primitive", "mindspore.nn.cell", "mindspore.ops.auto_generate.gen_ops_prim", "False", "0",
-        ]  # fmt: skip
+        assert _outputs_text(outputs).strip() == "[False, False, False, False, False] False 0"
     finally:
         kernel.close()
 
@@ -861,3 +861,17 @@ def test_gradients_and_updated_parameters_that_forward_hooks_cannot_see(models):
         "fc.weight", "Parameter", "value after the cell", "-Inf",
     )  # fmt: skip
     assert "the optimizer's update made it" in culprit.note
+
+
+def test_hooks_see_functional_overloads(models):
+    from mindspore import mint
+
+    from msdebug.recorders.nan import watch_pynative
+
+    ms = models.ms
+    t = ms.Tensor(np.array([-1.0, 1.0], np.float32))
+    with watch_pynative() as watch:
+        mint.div(t, ms.Tensor(np.zeros(2, np.float32)))  # ops.functional_overload: C++ without a primitive call
+    culprit = watch.report().culprit
+    assert (culprit.name, culprit.op_type, culprit.kind) == ("Default/Div-op0", "Div", "+Inf and -Inf")
+    assert culprit.stats.first_index == (0,) and culprit.stats.first_kind == "-Inf"

@@ -108,7 +108,7 @@ class OpHooks:
     def installed(self) -> bool:
         return bool(self._saved)
 
-    def _patch(self, cls: type, name: str, wrapper: Callable) -> None:
+    def _patch(self, cls: Any, name: str, wrapper: Callable) -> None:
         had = name in cls.__dict__
         self._saved.append((cls, name, cls.__dict__.get(name), had))
         setattr(cls, name, wrapper)
@@ -131,11 +131,51 @@ class OpHooks:
                 original = getattr(Tensor, name, None)
                 if original is not None:
                     self._patch(Tensor, name, self._method(original, op_type))
+            self._patch_overloads()
             self._patch(nn.Cell, "__call__", self._cell(nn.Cell.__call__))
         except BaseException:
             self.remove()
             raise
         return self
+
+    def _patch_overloads(self) -> None:
+        """``mint.div`` and its kind: Python functions of ``ops.functional_overload`` that call
+        C++ directly, re-exported by ``mint``, ``ops`` and their functional modules."""
+        import importlib
+
+        try:
+            overload = importlib.import_module("mindspore.ops.functional_overload")
+        except ImportError:  # an older MindSpore: its functional ops go through primitives
+            return
+        functions = {
+            id(value): (name, value)
+            for name, value in vars(overload).items()
+            if not name.startswith("_") and getattr(value, "__module__", "") == overload.__name__ and callable(value)
+        }
+        wrappers: dict[int, Callable] = {}
+        for module_name in (overload.__name__, "mindspore.mint", "mindspore.mint.nn.functional", "mindspore.ops",
+                            "mindspore.ops.functional"):  # fmt: skip
+            module = sys.modules.get(module_name)
+            if module is None:
+                continue
+            for attr, value in list(vars(module).items()):
+                if id(value) in functions and functions[id(value)][1] is value:
+                    name = functions[id(value)][0]
+                    if id(value) not in wrappers:
+                        wrappers[id(value)] = self._function(value, "".join(p.title() for p in name.split("_")))
+                    self._patch(module, attr, wrappers[id(value)])
+
+    def _function(self, original: Callable, op_type: str) -> Callable:
+        hooks = self
+
+        @functools.wraps(original)
+        def function(*args, **kwargs):
+            output = original(*args, **kwargs)
+            if not hooks.busy:
+                hooks._report(op_type, args, output)
+            return output
+
+        return function
 
     def remove(self) -> None:
         """Put every wrapped attribute back as it was (deleting those that were inherited)."""
