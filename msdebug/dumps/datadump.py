@@ -162,7 +162,7 @@ class DumpRank:
 
     def ir_path(self, graph_id: int) -> Path | None:
         path = self.path / "graphs" / f"ms_output_trace_code_graph_{graph_id}.ir"
-        return path if path.is_file() else None
+        return path if path.is_file() and not path.is_symlink() else None
 
     def iteration(self, iteration: int | None = None, graph_id: int | None = None) -> DumpIteration:
         found = [
@@ -189,6 +189,8 @@ class DataDump:
     ranks: list[DumpRank]
 
     def rank(self, rank: int | None = None) -> DumpRank:
+        if not self.ranks:
+            raise DumpError(f"{self.root}: no rank holds a data dump")
         if rank is None:
             return self.ranks[0]
         for where in self.ranks:
