@@ -875,3 +875,33 @@ def test_hooks_see_functional_overloads(models):
     culprit = watch.report().culprit
     assert (culprit.name, culprit.op_type, culprit.kind) == ("Default/Div-op0", "Div", "+Inf and -Inf")
     assert culprit.stats.first_index == (0,) and culprit.stats.first_kind == "-Inf"
+
+
+def test_kernels_and_iteration_selection_are_taken_by_mindspore(tmp_path):
+    code = f"""
+    from msdebug.recorders import datadump
+    datadump.enable({str(tmp_path / "sel")!r}, kernels="Default/Sqrt-op0,relu", inputs=True, iteration="1")
+    import numpy as np, mindspore as ms
+    from mindspore import nn, ops
+    ms.set_context(mode=ms.GRAPH_MODE)
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.relu = nn.ReLU()
+        def construct(self, x):
+            return self.relu(ops.sqrt(x - 2)) * 3
+    net = Net()
+    for step in range(3):
+        net(ms.Tensor(np.ones(3, np.float32) * step))
+    """
+    result = _run_file(tmp_path, "selection", code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Unused Kernel" not in result.stderr
+    from msdebug.dumps.datadump import read_data_dump
+    from msdebug.dumps.nan import scan_dump
+
+    (iteration,) = read_data_dump(tmp_path / "sel").ranks[0].iterations
+    assert iteration.iteration == 1
+    assert [op.op_type for op in iteration.ops if op.tensors] == ["Sqrt", "ReLU"]
+    culprit = scan_dump(tmp_path / "sel").culprit
+    assert (culprit.name, culprit.where) == ("Default/Sqrt-op0", "rank 0, net Net, graph 0, iteration 1")
