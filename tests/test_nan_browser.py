@@ -1,7 +1,12 @@
-"""The %%msnan answer in a real JupyterLab, photographed for the README (see lab.py)."""
+"""The %%msnan answer in a real JupyterLab, photographed for the README (see lab.py).
+
+``MSDEBUG_UPDATE_SCREENSHOTS=1`` copies the picture to docs/screenshots/msnan.png; otherwise it
+stays in the test's temporary directory and the checkout is left as it was.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -61,5 +66,7 @@ def test_msnan_answer_in_jupyterlab(tmp_path):
             expect(cells.nth(2).locator(".jp-InputArea-prompt")).to_contain_text("[3]")
             cells.nth(2).screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, SCREENSHOT)
+    print(f"screenshot: {shot}")
+    if os.environ.get("MSDEBUG_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, SCREENSHOT)
