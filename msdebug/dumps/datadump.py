@@ -41,6 +41,7 @@ __all__ = [
     "TensorStats",
     "histogram",
     "is_finite",
+    "iteration_paths",
     "tensor_stats",
     "find_data_dump",
     "is_data_dump",
@@ -282,8 +283,26 @@ def _op_type(full_name: str) -> str:
     return match.group(1) if match else last
 
 
-def read_data_dump(path: str | os.PathLike) -> DataDump:
-    """Read the layout of a data dump (file names only; no tensor is opened).
+def iteration_paths(path: str | os.PathLike) -> set[str]:
+    """The iteration folders (``rank_*/<net>/<graph>/<iteration>``) of a data dump now; none
+    when there is no dump yet. Lists folders only, so it is cheap on a long run's dump."""
+    root = find_data_dump(path)
+    if root is None:
+        return set()
+    found = set()
+    for _, where in _rank_dirs(root):
+        for net in _subdirs(where):
+            if net.name in ("execution_order", "graphs") or net.name.startswith("."):
+                continue
+            for graph in _subdirs(net):
+                if graph.name.isdigit():
+                    found.update(str(step) for step in _subdirs(graph) if step.name.isdigit())
+    return found
+
+
+def read_data_dump(path: str | os.PathLike, skip: set[str] | frozenset[str] = frozenset()) -> DataDump:
+    """Read the layout of a data dump (file names only; no tensor is opened), leaving out the
+    iteration folders in ``skip`` (see :func:`iteration_paths`).
 
     Raises
     ------
@@ -293,11 +312,11 @@ def read_data_dump(path: str | os.PathLike) -> DataDump:
     root = find_data_dump(path)
     if root is None:
         raise DumpError(f"{path}: not a MindSpore data dump (no rank_*/execution_order or rank_*/.dump_metadata)")
-    ranks = [_read_rank(number, where) for number, where in _rank_dirs(root) if is_data_dump(where)]
+    ranks = [_read_rank(number, where, skip) for number, where in _rank_dirs(root) if is_data_dump(where)]
     return DataDump(root, ranks)
 
 
-def _read_rank(number: int, where: Path) -> DumpRank:
+def _read_rank(number: int, where: Path, skip: set[str] | frozenset[str] = frozenset()) -> DumpRank:
     orders: dict[int, list[str]] = {}
     dumped: dict[int, list[int]] = {}
     order_dir = where / "execution_order"
@@ -325,7 +344,7 @@ def _read_rank(number: int, where: Path) -> DumpRank:
             if not graph.name.isdigit():
                 continue
             for step in _subdirs(graph):
-                if step.name.isdigit():
+                if step.name.isdigit() and str(step) not in skip:
                     gid = int(graph.name)
                     iterations.append(_read_iteration(number, net.name, gid, int(step.name), step, orders.get(gid)))
     iterations.sort(key=lambda it: (it.iteration, it.first_timestamp, it.graph_id))

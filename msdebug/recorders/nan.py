@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..dumps.datadump import is_finite, read_data_dump, tensor_stats
+from ..dumps.datadump import is_finite, iteration_paths, read_data_dump, tensor_stats
 from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
 from .datadump import graph_only_reason
 
@@ -280,21 +280,17 @@ def watch_pynative(numbers: Mapping[str, int] | None = None) -> Iterator[NanWatc
 
 def iteration_dirs(root: str) -> set[str]:
     """Iteration folders of a data dump now (to tell which ones a cell wrote)."""
-    try:
-        dump = read_data_dump(root)
-    except Exception:  # noqa: BLE001 - no dump yet (nothing compiled): no folder
-        return set()
-    return {str(it.path) for r in dump.ranks for it in r.iterations}
+    return iteration_paths(root)
 
 
 def scan_new_iterations(root: str, before: set[str], progress=None, numbers=None) -> NanReport:
     """Scan the iterations of the dump at ``root`` that are not in ``before``."""
-    dump = read_data_dump(root)
-    for where in dump.ranks:
-        where.iterations = [it for it in where.iterations if str(it.path) not in before]
+    dump = read_data_dump(root, skip=before)
     report = scan_dump(dump, progress=progress, numbers=numbers)
     if not any(where.iterations for where in dump.ranks):
-        report.notes.append("the cell ran no graph, so the dump has no new iteration")
+        report.notes.append(
+            "the dump has no new iteration: the cell ran no graph, or the dump's iteration setting skipped its steps"
+        )
     return report
 
 
