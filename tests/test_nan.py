@@ -905,3 +905,26 @@ def test_kernels_and_iteration_selection_are_taken_by_mindspore(tmp_path):
     assert [op.op_type for op in iteration.ops if op.tensors] == ["Sqrt", "ReLU"]
     culprit = scan_dump(tmp_path / "sel").culprit
     assert (culprit.name, culprit.where) == ("Default/Sqrt-op0", "rank 0, net Net, graph 0, iteration 1")
+
+
+def test_pynative_names_number_ops_per_scope_like_mindspore(models):
+    from mindspore import nn
+
+    from msdebug.recorders.nan import watch_pynative
+
+    ms = models.ms
+
+    class Two(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Dense(2, 2, weight_init="ones", bias_init="zeros")
+            self.fc2 = nn.Dense(2, 2, weight_init="ones", bias_init="zeros")
+
+        def construct(self, x):
+            return self.fc2(self.fc1(x))
+
+    with watch_pynative() as watch:
+        Two()(ms.Tensor(np.full((1, 2), 1e38, np.float32)))  # fc1 gives 2e38; fc2 overflows float32
+    culprit = watch.report().culprit
+    assert culprit.name == "Default/fc2-Dense/MatMul-op0"  # fc1 ran its own MatMul-op0 before
+    assert (culprit.kind, culprit.made_here) == ("+Inf", True)

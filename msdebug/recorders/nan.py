@@ -55,6 +55,7 @@ class NanWatch:
         self._bad: dict[int, weakref.ref] = {}
         self._reached: list[Reached] = []
         self._last: tuple[int, ...] = ()
+        self._key: tuple[int, str] = (0, "")
         self._roots: dict[int, weakref.ref] = {}
 
     # -- cells give the scope; optimizers get the gradients, which no forward hook sees
@@ -104,7 +105,9 @@ class NanWatch:
             return  # the same op seen again by an outer wrapper (Tensor.__sub__ around SubExt)
         self._last = ids
         self.ops += 1
-        self.counts[op_type] += 1
+        # Numbered per scope and type, as MindSpore names kernels (fc1-Dense/MatMul-op0, fc2-Dense/MatMul-op0).
+        self._key = (id(self.scope[-1][0]) if self.scope else 0, op_type)
+        self.counts[self._key] += 1
         inputs = _tensors(args, [])
         if self.culprit is not None:
             self._follow(op_type, inputs, outputs)
@@ -161,7 +164,7 @@ class NanWatch:
             path, line = frame.f_code.co_filename, frame.f_lineno
             source, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
         scope = "/".join(label for _, label in self.scope) or "Default"
-        name = f"{scope}/{op_type}-op{self.counts[op_type] - 1}"
+        name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
         note = ""
         if not made_here:
             params = [s.name for s in ins if s.name and s.stats is not None and not s.stats.finite]
@@ -184,7 +187,7 @@ class NanWatch:
         if len(self._reached) >= MAX_DOWNSTREAM or not any(self._known(self._bad, t) for t in inputs):
             return
         scope = "/".join(label for _, label in self.scope) or "Default"
-        name = f"{scope}/{op_type}-op{self.counts[op_type] - 1}"
+        name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
         bad = [t for t in outputs if not is_finite(to_numpy_quiet(t))]
         for tensor in bad:
             self._remember(self._bad, tensor)
