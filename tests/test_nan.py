@@ -210,6 +210,7 @@ def test_names_over_255_bytes_are_read_through_mapping_csv(dumps):
     assert culprit.kind == "NaN and -Inf" and culprit.stats.nan == 3 and culprit.stats.neginf == 1
     assert culprit.where.endswith("iteration 1")
     assert culprit.line.endswith(": `return ops.log(x - 3)`")
+    assert "op inputs are not in this dump (input_output 2)" in " ".join(scan_dump(path).notes)
 
 
 def test_all_finite_dump(dumps, tmp_path):
@@ -221,6 +222,23 @@ def test_all_finite_dump(dumps, tmp_path):
     assert report.culprit is None
     assert report.checked_ops == 8 and report.checked_tensors == 34
     assert repr(report).startswith("All finite: checked 8 ops and 34 tensors")
+
+
+def test_parameter_files_hold_the_updated_value(dumps, tmp_path):
+    from msdebug.dumps.datadump import read_data_dump
+    from msdebug.dumps.nan import scan_dump
+
+    path = _writable_copy(dumps["graph"][0], tmp_path / "updated")
+    shutil.rmtree(path / "rank_0" / "Net" / "0" / "1")
+    (weight,) = [t for t in read_data_dump(path).ranks[0].iterations[0].parameters if t.flat_name == "fc2_weight"]
+    data = np.load(weight.path)
+    data[0, 0] = np.nan
+    np.save(weight.path, data)
+    culprit = scan_dump(path).culprit
+    assert (culprit.name, culprit.op_type, culprit.kind) == ("fc2_weight", "Parameter", "NaN")
+    assert culprit.note.startswith("a Parameter file holds the value after the step's update")
+    # The value the op used (its input 1, before the update) is finite: the scan judged that first.
+    assert "fc2-Dense/MatMul-op0" not in repr(scan_dump(path))
 
 
 def test_nan_only_in_an_input_is_upstream(dumps, tmp_path):
