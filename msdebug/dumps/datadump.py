@@ -628,7 +628,10 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
             raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
         if count == 0:
             return np.zeros(shape, dtype)
-        mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
+        try:
+            mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as error:
+            raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
     finally:
         os.close(fd)
     flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
