@@ -361,7 +361,12 @@ def _subdirs(path: Path) -> list[Path]:
 def _read_iteration(
     rank: int, net: str, graph_id: int, iteration: int, path: Path, order: list[str] | None
 ) -> DumpIteration:
-    entries = [e for e in os.scandir(path)]
+    try:
+        entries = list(os.scandir(path))
+    except OSError as error:  # an unreadable folder is reported with the iteration, not fatal
+        return DumpIteration(
+            rank, net, graph_id, iteration, path, [], [], [], [f"(cannot list it: {error.strerror})"], False
+        )
     if len(entries) > _MAX_FILES:
         raise DumpError(f"{path}: more than {_MAX_FILES} files")
     names = {e.name: e for e in entries}
