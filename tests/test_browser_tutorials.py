@@ -35,6 +35,29 @@ BENIGN = (
 )
 
 
+class _Fresh:
+    """``lab`` whose notebook URLs reset the workspace: JupyterLab would otherwise reopen the
+    tutorials of earlier tests, reconnect to their kernels, and log their widget managers'
+    comm traffic as this tutorial's console errors."""
+
+    def __init__(self, lab) -> None:
+        self.lab = lab
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.lab.url}/lab/tree/{name}?reset&token={self.lab.token}"
+
+
+def _shut_down_kernels(lab) -> None:
+    """Each tutorial's kernel ends with its test (a server full of idle kernels slows the next)."""
+    import json
+    import urllib.request
+
+    listing = urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=30).read()
+    for kernel in json.loads(listing):
+        request = urllib.request.Request(f"{lab.url}/api/kernels/{kernel['id']}?token={lab.token}", method="DELETE")
+        urllib.request.urlopen(request, timeout=60).read()
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab serving copies of notebooks/ and tests/data/ (the tutorials read ../tests/data)."""
@@ -71,7 +94,7 @@ def _run_every_code_cell(page, notebook: str, lab) -> tuple:
     from playwright.sync_api import expect
 
     count = len(nbformat.read(REPO / "notebooks" / notebook, as_version=4).cells)
-    cells = open_notebook(page, lab, f"notebooks/{notebook}", cells=count)
+    cells = open_notebook(page, _Fresh(lab), f"notebooks/{notebook}", cells=count)
     code = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
     for index in range(code.count()):
         cell = code.nth(index)
@@ -105,6 +128,7 @@ def test_tutorial_fits_the_notebook_without_console_errors(lab, tmp_path, notebo
     from playwright.sync_api import expect
 
     errors: list[str] = []
+    _shut_down_kernels(lab)
     with chromium(width=WIDTH, height=900) as page:
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
