@@ -12,7 +12,7 @@ from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
 from .. import backend
-from . import completion
+from . import comm, completion
 from .hooks import LEVELS, CellFiles, LogLevel
 from .magics.context import MsDebugMagics
 from .magics.dumps import MAGIC_NAMES as DUMP_MAGICS
@@ -139,6 +139,7 @@ def load(shell) -> None:
     else:
         backend.watch_first_import(backend.capture_pristine)
     _loaded[id(shell)] = prefs
+    comm.register(shell, prefs)  # JupyterLab's status bar; nothing in a terminal IPython
 
 
 def active() -> MsDebug | None:
@@ -162,6 +163,7 @@ def unload(shell) -> None:
     prefs = _loaded.pop(id(shell), None)
     if prefs is None:
         return
+    comm.unregister(shell)
     backend.unwatch()
     backend.untrack_compiles()
     completion.unregister(shell)
