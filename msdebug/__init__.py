@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
 # ``set`` is deliberately not in __all__: ``from msdebug import *`` must not hide the builtin.
 __all__ = [
     "EnvConfig",
@@ -127,7 +125,36 @@ def open_dump(path):
     return _open_dump(path)
 
 
+def _version() -> str:
+    """The version in ``extension/package.json``, the one version source of the Python and npm
+    packages: read from the source tree when running from a checkout, else from the metadata
+    the build wrote (hatch-nodejs-version copies it there)."""
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parent.parent / "extension" / "package.json"
+    try:
+        package = json.loads(source.read_text(encoding="utf-8"))
+        if package.get("name") == "msdebug":
+            return package["version"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        return version("msdebug")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where ``jupyter labextension develop`` finds the built status-bar extension."""
+    return [{"src": "labextension", "dest": "msdebug"}]
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()["__version__"] = found = _version()
+        return found
     # EnvConfig is a class: imported on first use, like the functions above.
     if name == "EnvConfig":
         from .recorders.envconfig import EnvConfig
