@@ -1,0 +1,116 @@
+"""The status-bar item in a real JupyterLab, driven through Debian's Chromium (see lab.py).
+
+JupyterLab runs with the labextension of the msdebug under test: the one built into the
+source tree (``pip install -e .`` builds it there), else the installed one (a wheel). With
+``MSDEBUG_SCREENSHOTS=DIR`` the screenshots also go to DIR (README's come from here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab import browser_marks, chromium, jupyterlab, open_notebook, run_cell, write_notebook
+
+pytestmark = browser_marks
+
+ITEM = "#jp-main-statusbar .msdebug-StatusItem"
+GREYED = re.compile(r"\bmsdebug-mod-greyed\b")
+
+
+def labextension_env(scratch: Path) -> dict[str, str]:
+    """The environment that makes JupyterLab load the labextension of the msdebug under test."""
+    import msdebug
+
+    built = Path(msdebug.__file__).resolve().parent / "labextension"
+    if (built / "package.json").is_file():
+        share = scratch / "share" / "jupyter"
+        (share / "labextensions").mkdir(parents=True, exist_ok=True)
+        (share / "labextensions" / "msdebug").symlink_to(built, target_is_directory=True)
+        return {"JUPYTER_PATH": str(share)}
+    installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "msdebug" / "package.json"
+    if not installed.is_file():
+        pytest.fail(f"no built labextension: neither {built} nor {installed.parent} (pip install -e . builds it)")
+    return {}
+
+
+def keep(screenshot: Path) -> None:
+    target = os.environ.get("MSDEBUG_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(screenshot, Path(target) / screenshot.name)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    with jupyterlab(tmp_path, env=labextension_env(tmp_path)) as lab:
+        cells = [
+            "%load_ext msdebug",
+            "import mindspore",
+            'print("mode is", mindspore.get_context("mode"))',
+            "%mscontext mode=pynative",
+            "mindspore.set_context(mode=mindspore.GRAPH_MODE)",
+        ]
+        write_notebook(lab.root / "status.ipynb", cells)
+        yield lab
+
+
+def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
+    from playwright.sync_api import expect
+
+    with chromium(width=1280, height=720) as page:
+        cells = open_notebook(page, lab, "status.ipynb", cells=5)
+        item = page.locator(ITEM)
+        # A kernel without msdebug: greyed out, and says how to get it.
+        expect(item).to_have_text("MindSpore: msdebug not loaded")
+        expect(item).to_have_class(GREYED)
+
+        run_cell(page, cells, 0)
+        expect(item).to_contain_text("not imported · print capture off")
+        expect(item).to_have_class(GREYED)
+
+        run_cell(page, cells, 1)
+        expect(item).to_have_text("MindSpore 2.10 · PYNATIVE · CPU:0 · sync off · print capture off")
+        expect(item).not_to_have_class(GREYED)
+        shot = tmp_path / "status-item.png"
+        page.locator("#jp-main-statusbar").screenshot(path=str(shot))
+        keep(shot)
+
+        item.click()
+        menu = page.locator(".lm-Menu.msdebug-Menu")
+        expect(menu).to_be_visible()
+        expect(menu.locator(".lm-Menu-itemLabel")).to_have_text(
+            [
+                "Switch to GRAPH mode",
+                "Turn synchronous execution on",
+                "Turn print capture on",
+                "Open the settings panel in the notebook",
+                "Copy a first cell for a fresh kernel",
+            ]
+        )
+        box = menu.bounding_box()
+        shot = tmp_path / "status-menu.png"
+        page.screenshot(path=str(shot), clip={"x": 0, "y": box["y"] - 10, "width": 1280, "height": 720 - box["y"] + 10})
+        keep(shot)
+        menu.locator(".lm-Menu-item", has_text="Switch to GRAPH mode").click()
+        expect(item).to_contain_text("MindSpore 2.10 · GRAPH · CPU:0")
+        output = run_cell(page, cells, 2)
+        expect(output).to_have_text("mode is 0")  # the kernel's mode changed, not only the label
+
+        run_cell(page, cells, 3)
+        expect(item).to_contain_text(" · PYNATIVE · ")
+        run_cell(page, cells, 4)  # behind msdebug's back: shown by the end of the cell
+        expect(item).to_contain_text(" · GRAPH · ")
+
+        # Restart the kernel (command mode: 0 0, then the dialog): the item clears.
+        page.keyboard.press("Escape")
+        page.keyboard.press("0")
+        page.keyboard.press("0")
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        expect(item).to_have_text("MindSpore: msdebug not loaded")
+        expect(item).to_have_class(GREYED)
