@@ -118,6 +118,7 @@ def browser_side(runs: int) -> dict:
             write_notebook(lab.root / "bench.ipynb", cells)
             notebook = open_notebook(page, lab, "bench.ipynb", cells=len(cells))
             run_cell(page, notebook, 0)
+            expect(notebook.nth(0).locator(".jp-InputPrompt")).to_contain_text("[1]")
             expect(page.locator("#jp-main-statusbar .msdebug-StatusItem")).to_contain_text(" · PYNATIVE · ")
             count = 1
             for _ in range(runs):

@@ -16,7 +16,7 @@ import { DEFAULT_FIELDS, Field, chooseFields, label } from './label';
 import { KernelLink, warn } from './link';
 import { ACTIONS, ActionName, PANEL_CELL, actionFor, actionLabel, disabledReason, firstCell } from './state';
 
-const PLUGIN_ID = 'msdebug:status';
+const PLUGIN_ID = 'msdebug:plugin';
 
 /** Command ids, one per menu entry; people can bind keys to them in the shortcut settings. */
 const COMMANDS: Record<ActionName, string> = {

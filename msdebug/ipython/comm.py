@@ -41,6 +41,7 @@ class StatusComm:
         self.prefs = prefs
         self.comms: dict[str, Any] = {}
         self.sent: dict | None = None  # the last state message sent
+        self.read: tuple | None = None  # what it was built from
         self.sent_at = 0.0
         self._unsubscribe = None
 
@@ -52,11 +53,14 @@ class StatusComm:
         try:
             from comm import create_comm
 
-            comm = create_comm(target_name=TARGET, data=self.message(), metadata={"protocol": PROTOCOL})
+            reading = self.reading()
+            message = self.message(reading)
+            comm = create_comm(target_name=TARGET, data=message, metadata={"protocol": PROTOCOL})
         except Exception as error:  # noqa: BLE001 - the status bar is an extra: never fail the load
             warnings.warn(f"msdebug: the status bar comm could not open: {error!r}", RuntimeWarning, stacklevel=2)
             return
         self._use(comm)
+        self.read, self.sent, self.sent_at = reading, message, time.monotonic()
 
     def unregister(self) -> None:
         """Undo :meth:`register`: close every comm, drop the target and the listener."""
@@ -71,7 +75,8 @@ class StatusComm:
     def _opened(self, comm, msg) -> None:
         """A front end opened a comm: answer with the state at once."""
         self._use(comm)
-        message = self.message()
+        self.read = self.reading()
+        message = self.message(self.read)
         self.sent, self.sent_at = message, time.monotonic()
         self._send(comm, message)
 
@@ -94,30 +99,33 @@ class StatusComm:
         elif not on and self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-            self.sent = None
+            self.sent = self.read = None
 
     # ------------------------------------------------------------------ kernel -> front end
 
-    def message(self) -> dict:
-        """The state message for the context now; never imports MindSpore."""
+    def reading(self) -> tuple:
+        """What the message is built from, read cheaply (about 10 µs); never imports MindSpore."""
         capture = bool(self.prefs.print_capture)
         if not backend.is_imported():
+            return (capture,)
+        ms = backend.get_backend()
+        return capture, ms.read("mode"), ms.device(), bool(ms.read("pynative_synchronize")), ms.launch_blocking()
+
+    def message(self, reading: tuple | None = None) -> dict:
+        """The state message for the context now (or for ``reading``)."""
+        capture, *context = reading or self.reading()
+        if not context:
             return unloaded_state(backend.installed_version(), print_capture=capture)
         from .. import settings
         from .controls import device_lock
 
-        ms = backend.get_backend()
-        device = ms.device()
+        mode, device, sync, launch_blocking = context
         state = settings.ContextState(
-            version=ms.version,
-            device=device,
-            sync=bool(ms.read("pynative_synchronize")),
-            launch_blocking=ms.launch_blocking(),
-            rows=(),
+            version=backend.get_backend().version, device=device, sync=sync, launch_blocking=launch_blocking, rows=()
         )
         return state_message(
             state,
-            mode=ms.read("mode"),
+            mode=mode,
             print_capture=capture,
             device_fixed=device_lock(device),
             first_cell=backend.first_cell(device.target, device.device_id),
@@ -133,9 +141,13 @@ class StatusComm:
         if settings.holding() and now - self.sent_at < MIN_INTERVAL_S:
             return  # the end of the cell sends what is left
         try:
-            message = self.message()
+            reading = self.reading()
+            if reading == self.read:
+                return  # nothing changed: the common case after a cell, kept cheap
+            message = self.message(reading)
         except MsDebugError:
             return  # a MindSpore that cannot be read: the table says why; keep the last state shown
+        self.read = reading
         if message == self.sent:
             return
         self.sent, self.sent_at = message, now
