@@ -99,7 +99,7 @@ def read_print_file(path, format: str = "auto"):  # noqa: A002 - mirrors the doc
 
 def last_print():
     """The output the last captured cell printed (``%%msprint`` or ``%msprint on``), or None."""
-    from .ipython.extension import active
+    from .ipython.prefs import active
 
     prefs = active()
     return prefs.prints.last if prefs is not None else None

@@ -223,7 +223,21 @@ class _Device:
 
 
 class _State:
+    """A ContextState as the view sees it (duck typing: views import no models)."""
+
     version, device, sync, launch_blocking = "2.10.0", _Device(), False, True
+    mode = "GRAPH"
+
+    def summary_parts(self, capture=None) -> dict[str, str]:
+        parts = {
+            "version": "MindSpore 2.10.0",
+            "mode": self.mode,
+            "device": "CPU:0",
+            "sync": "sync on (launch_blocking)",
+        }
+        if capture is not None:
+            parts["capture"] = f"print capture {'on' if capture else 'off'}"
+        return {**parts, "runtime": "runtime started", "changed": "0 changed"}
 
     def summary(self) -> str:
         return "MindSpore 2.10.0 · GRAPH · CPU:0 · sync on (launch_blocking) · runtime started"
@@ -231,7 +245,7 @@ class _State:
 
 def test_the_state_message_has_what_the_front_end_parses():
     message = state_message(
-        _State(), mode=0, print_capture=True, device_fixed="the runtime started", first_cell="import mindspore"
+        _State(), print_capture=True, device_fixed="the runtime started", first_cell="import mindspore"
     )
     assert message == {
         "protocol": PROTOCOL,
@@ -250,6 +264,5 @@ def test_the_state_message_has_what_the_front_end_parses():
             "first_cell": "import mindspore",
         },
     }
-    assert state_message(_State(), mode=7, print_capture=False, device_fixed="", first_cell="")["state"]["mode"] == "?"
     assert unloaded_state(None, print_capture=False)["state"]["summary"] == "MindSpore is not installed"
     assert reply_message("x", "bad") == {"protocol": PROTOCOL, "kind": "reply", "id": -1, "ok": False, "error": "bad"}

@@ -46,16 +46,8 @@ def keep(screenshot: Path) -> None:
         shutil.copy(screenshot, Path(target) / screenshot.name)
 
 
-def quiet_settings(scratch: Path) -> None:
-    """No "get notified about Jupyter news?" toast over the status bar in the screenshots."""
-    settings = scratch / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-
-
 @pytest.fixture
 def lab(tmp_path):
-    quiet_settings(tmp_path)
     with jupyterlab(tmp_path, env=labextension_env(tmp_path)) as lab:
         cells = [
             "%load_ext msdebug",

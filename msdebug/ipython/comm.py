@@ -117,17 +117,15 @@ class StatusComm:
         if not context:
             return unloaded_state(backend.installed_version(), print_capture=capture)
         from .. import settings
-        from .controls import device_lock
 
-        mode, device, sync, launch_blocking = context
+        _, device, sync, launch_blocking = context
         state = settings.ContextState(
             version=backend.get_backend().version, device=device, sync=sync, launch_blocking=launch_blocking, rows=()
         )
         return state_message(
             state,
-            mode=mode,
             print_capture=capture,
-            device_fixed=device_lock(device),
+            device_fixed=settings.device_lock(device),
             first_cell=backend.first_cell(device.target, device.device_id),
         )
 

@@ -18,20 +18,17 @@ TARGET = "msdebug"
 #: the front end ignores fields it does not know).
 PROTOCOL = 1
 
-_MODES = {0: "GRAPH", 1: "PYNATIVE"}
 _SYNC_FIXED = "mindspore.runtime.launch_blocking() was called; it cannot be undone in this process"
 
 
-def state_message(state: Any, *, mode: Any, print_capture: bool, device_fixed: str, first_cell: str) -> dict:
+def state_message(state: Any, *, print_capture: bool, device_fixed: str, first_cell: str) -> dict:
     """The ``state`` message for a context state.
 
     Parameters
     ----------
     state : ContextState
-        Its ``version``, ``device`` (target, device_id, started), ``sync``,
-        ``launch_blocking`` and ``summary()``: the same summary the table and panel show.
-    mode : int or str
-        MindSpore's mode (0 or 1, as ``get_context("mode")`` gives it).
+        Its ``summary_parts()`` (the facts the table's and the panel's summaries are made
+        of), ``summary()``, ``version``, ``device``, ``sync`` and ``launch_blocking``.
     print_capture : bool
         Whether msdebug captures every cell's Print output.
     device_fixed : str
@@ -39,14 +36,15 @@ def state_message(state: Any, *, mode: Any, print_capture: bool, device_fixed: s
     first_cell : str
         The first cell of a fresh kernel that gets this device.
     """
+    parts = state.summary_parts(print_capture)
     launch_blocking = bool(state.launch_blocking)
     return _message(
         "state",
         state={
             "mindspore": state.version,
             "installed": state.version,
-            "mode": _MODES.get(mode, mode if isinstance(mode, str) and mode else "?"),
-            "device": str(state.device),
+            "mode": parts["mode"],
+            "device": parts["device"],
             "device_fixed": device_fixed,
             "sync": bool(state.sync) or launch_blocking,
             "sync_fixed": _SYNC_FIXED if launch_blocking else "",
