@@ -108,8 +108,8 @@ def browser_side(runs: int) -> dict:
 
     cells = [
         "%load_ext msdebug\nimport mindspore, msdebug, time",
-        "t0 = time.time()\nprint(repr(t0 * 1000), flush=True)\nmsdebug.set(mode='graph')",
-        "t0 = time.time()\nprint(repr(t0 * 1000), flush=True)\nmsdebug.set(mode='pynative')",
+        "t0 = time.time()\nprint(repr(t0 * 1000), flush=True)\nmsdebug.set(mode='graph');",
+        "t0 = time.time()\nprint(repr(t0 * 1000), flush=True)\nmsdebug.set(mode='pynative');",
         "pass",
     ]
     latencies, empties, stamps = [], [], {}
@@ -125,7 +125,7 @@ def browser_side(runs: int) -> dict:
             for _ in range(runs):
                 for index, shown in ((1, " · GRAPH · "), (2, " · PYNATIVE · ")):
                     page.evaluate(OBSERVE, [shown])
-                    output = run_cell(page, notebook, index)
+                    output = run_cell(page, notebook, index).first
                     count += 1
                     page.wait_for_function(SEEN)
                     shown_at = page.evaluate("window.__msdebugSeen")
