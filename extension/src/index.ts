@@ -79,8 +79,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const render = () => {
       const shown = label(link.state, fields);
       item.show_(shown.text, shown.title, shown.greyed);
-      app.commands.notifyCommandChanged();
       activeChanged.emit();
+      // Only this extension's commands: a change of all of them re-renders the whole palette.
+      for (const name of ACTIONS) {
+        app.commands.notifyCommandChanged(COMMANDS[name]);
+      }
     };
 
     // Follow whichever notebook or console is in front; other panels keep the last one.
