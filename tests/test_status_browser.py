@@ -57,6 +57,7 @@ def lab(tmp_path):
             "mindspore.set_context(mode=mindspore.GRAPH_MODE)",
         ]
         write_notebook(lab.root / "status.ipynb", cells)
+        write_notebook(lab.root / "other.ipynb", ["1 + 1"])
         yield lab
 
 
@@ -106,6 +107,23 @@ def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
         expect(item).to_contain_text(" · PYNATIVE · ")
         run_cell(page, cells, 4)  # behind msdebug's back: shown by the end of the cell
         expect(item).to_contain_text(" · GRAPH · ")
+
+        # The menu opens the settings panel in a new cell below, and runs it.
+        item.click()
+        menu.locator(".lm-Menu-item", has_text="Open the settings panel").click()
+        expect(cells).to_have_count(6)
+        expect(cells.nth(5).locator(".widget-toggle-button", has_text="GRAPH")).to_be_visible()
+
+        # Another notebook, whose kernel has no msdebug: the item follows it, and comes back.
+        page.locator(".jp-DirListing-item", has_text="other.ipynb").dblclick()
+        expect(
+            page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
+        ).to_have_count(1)
+        expect(item).to_have_text("MindSpore: msdebug not loaded")
+        page.locator(".lm-TabBar-tab", has_text="status.ipynb").click()
+        expect(item).to_contain_text("MindSpore 2.10 · GRAPH · CPU:0")
+        cells = page.locator(".jp-NotebookPanel:visible .jp-Cell")
+        cells.nth(0).click()  # command mode in this notebook, for the restart below
 
         # Restart the kernel (command mode: 0 0, then the dialog): the item clears.
         page.keyboard.press("Escape")

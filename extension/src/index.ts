@@ -170,7 +170,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 async function openPanel(panel: NotebookPanel | ConsolePanel | null): Promise<void> {
   if (panel instanceof NotebookPanel) {
     const notebook = panel.content;
-    NotebookActions.insertBelow(notebook);
+    // An empty active cell (the one Shift+Enter left at the end) takes the code; else a new one below.
+    if (notebook.activeCell?.model.sharedModel.getSource().trim() !== '') {
+      NotebookActions.insertBelow(notebook);
+    }
     notebook.activeCell?.model.sharedModel.setSource(PANEL_CELL);
     await NotebookActions.run(notebook, panel.sessionContext);
   } else if (panel instanceof ConsolePanel) {
