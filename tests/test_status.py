@@ -206,9 +206,11 @@ def test_unloading_closes_the_comm_and_drops_the_target(frontend):
 
 def test_a_terminal_ipython_has_no_comm(ip):
     from msdebug.ipython import comm
+    from msdebug.views import status
 
     assert getattr(ip, "kernel", None) is None
     assert id(ip) not in comm._active
+    assert comm.TARGET == status.TARGET == "msdebug"
     ip.run_line_magic("mscontext", "mode=graph")  # the listener machinery is not involved
 
 

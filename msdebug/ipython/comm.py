@@ -21,7 +21,10 @@ from typing import Any
 
 from .. import backend
 from ..errors import MsDebugError
-from ..views.status import PROTOCOL, TARGET, reply_message, state_message, unloaded_state
+
+# The message views are imported where a kernel is there: importing msdebug.views runs its
+# __init__, which imports the key catalog (tens of ms), and a terminal IPython needs none of it.
+TARGET = "msdebug"  # the same as views.status.TARGET (tests/test_status.py checks it)
 
 __all__ = ["MIN_INTERVAL_S", "StatusComm", "register", "unregister"]
 
@@ -49,6 +52,8 @@ class StatusComm:
 
     def register(self) -> None:
         """Register the target and tell a front end that may be listening."""
+        from ..views.status import PROTOCOL
+
         self.comm_manager.register_target(TARGET, self._opened)
         try:
             from comm import create_comm
@@ -113,6 +118,8 @@ class StatusComm:
 
     def message(self, reading: tuple | None = None) -> dict:
         """The state message for the context now (or for ``reading``)."""
+        from ..views.status import state_message, unloaded_state
+
         capture, *context = reading or self.reading()
         if not context:
             return unloaded_state(backend.installed_version(), print_capture=capture)
@@ -161,6 +168,8 @@ class StatusComm:
     # ------------------------------------------------------------------ front end -> kernel
 
     def _received(self, msg) -> None:
+        from ..views.status import reply_message
+
         data = msg.get("content", {}).get("data")
         request = data.get("id") if isinstance(data, dict) else None
         comm = self.comms.get(msg.get("content", {}).get("comm_id", ""))
@@ -171,6 +180,8 @@ class StatusComm:
 
     def run(self, data: Any) -> str:
         """Carry out one command; returns "" when done, else the one-line error."""
+        from ..views.status import PROTOCOL
+
         if not isinstance(data, dict) or data.get("kind") != "command":
             return "msdebug: expected a command message"
         if data.get("protocol") != PROTOCOL:
