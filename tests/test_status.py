@@ -189,6 +189,29 @@ def test_refused_commands_answer_with_one_line_and_change_nothing(frontend, fiel
     assert states(sent) == []
 
 
+def test_what_is_not_a_command_is_answered_not_raised(frontend):
+    def send(data):
+        return frontend.mine(frontend._request("comm_msg", {"comm_id": frontend.comm_id, "data": data}))
+
+    assert send({"hello": 1}) == [reply_message(None, "msdebug: expected a command message")]
+    (reply,) = send({"protocol": 2, "kind": "command", "id": 11, "action": "set", "values": {"mode": "graph"}})
+    assert reply["id"] == 11 and reply["ok"] is False
+    assert "this kernel speaks protocol 1, the front end 2" in reply["error"]
+    sent, _ = frontend.run("print(mindspore.get_context('mode'))")
+    assert sent == []  # nothing was changed
+
+
+def test_a_front_end_that_closed_its_comm_gets_nothing_more(frontend):
+    gone = frontend.comm_id
+    frontend._request("comm_close", {"comm_id": gone, "data": {}})
+    _, messages = frontend.run("%mscontext mode=graph")
+    assert not [m for m in messages if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == gone]
+    sent = frontend.open()  # a new one gets the state at once
+    assert [s["mode"] for s in states(sent)] == ["GRAPH"]
+    sent, _ = frontend.run("%mscontext mode=pynative")
+    assert [s["mode"] for s in states(sent)] == ["PYNATIVE"]
+
+
 def test_unloading_closes_the_comm_and_drops_the_target(frontend):
     _, messages = frontend.run("%unload_ext msdebug")
     closed = [m["content"]["comm_id"] for m in messages if m["msg_type"] == "comm_close"]
