@@ -98,6 +98,9 @@ def test_loading_opens_a_comm_and_connecting_sends_the_state(frontend):
 
     sent = frontend.open()
     assert len(sent) == 1 and sent[0]["state"]["mindspore"] is None
+    # Loading and connecting stay cheap: neither the settings nor the key catalog is imported.
+    _, messages = frontend.run("import sys; print(sorted({'msdebug.settings', 'msdebug.keys'} & set(sys.modules)))")
+    assert [m["content"]["text"] for m in messages if m["msg_type"] == "stream"] == ["[]\n"]
 
     sent, _ = frontend.run("import mindspore")
     (state,) = states(sent)
@@ -225,6 +228,16 @@ def test_unloading_closes_the_comm_and_drops_the_target(frontend):
     assert len(frontend.open()) == 1
     sent, _ = frontend.run("%mscontext mode=graph")
     assert [s["mode"] for s in states(sent)] == ["GRAPH"]
+
+
+def test_the_views_package_names_what_views_context_renders():
+    """views/__init__ imports views.context lazily (the status bar's views.status must not pull
+    in the key catalog), so it lists the names itself: the same ones."""
+    from msdebug import views
+    from msdebug.views import context
+
+    assert views.__all__ == context.__all__
+    assert all(getattr(views, name) is getattr(context, name) for name in views.__all__)
 
 
 def test_a_terminal_ipython_has_no_comm(ip):

@@ -15,6 +15,7 @@ by the end of the cell).
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 import warnings
 from typing import Any
@@ -97,14 +98,39 @@ class StatusComm:
             self._listen(False)
 
     def _listen(self, on: bool) -> None:
-        if on and self._unsubscribe is None:
-            from .. import settings
+        """Follow the context while a front end is connected.
 
-            self._unsubscribe = settings.on_change(self.changed, while_held=True)
-        elif not on and self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        Changes arrive through settings.on_change; until msdebug.settings is imported (the
+        first %mscontext, msdebug.set or panel, which %load_ext does not do, to stay cheap)
+        nothing can have gone through it, and a post_run_cell hook follows the rest (an
+        ``import mindspore``, %msprint) and subscribes once settings is there.
+        """
+        if on and self._unsubscribe is None:
+            if "msdebug.settings" in sys.modules:
+                self._subscribe()
+            elif self._after_cell not in self.shell.events.callbacks["post_run_cell"]:
+                self.shell.events.register("post_run_cell", self._after_cell)
+        elif not on:
+            self._stop_after_cell()
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+                self._unsubscribe = None
             self.sent = self.read = None
+
+    def _subscribe(self) -> None:
+        from .. import settings
+
+        self._stop_after_cell()
+        self._unsubscribe = settings.on_change(self.changed, while_held=True)
+
+    def _after_cell(self, result=None) -> None:
+        self.changed()
+        if "msdebug.settings" in sys.modules:
+            self._subscribe()
+
+    def _stop_after_cell(self) -> None:
+        if self._after_cell in self.shell.events.callbacks["post_run_cell"]:
+            self.shell.events.unregister("post_run_cell", self._after_cell)
 
     # ------------------------------------------------------------------ kernel -> front end
 
@@ -140,10 +166,9 @@ class StatusComm:
         """settings.on_change listener: send the state if it differs from the last one sent."""
         if not self.comms:
             return
-        from .. import settings
-
+        settings = sys.modules.get("msdebug.settings")
         now = time.monotonic()
-        if settings.holding() and now - self.sent_at < MIN_INTERVAL_S:
+        if settings is not None and settings.holding() and now - self.sent_at < MIN_INTERVAL_S:
             return  # the end of the cell sends what is left
         try:
             reading = self.reading()
