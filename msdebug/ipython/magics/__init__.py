@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from .context import ContextMagics
 from .dumps import DumpMagics
+from .nan import NanMagics
 from .prints import PrintMagics
 
 __all__ = ["MAGICS"]
 
-MAGICS = (ContextMagics, PrintMagics, DumpMagics)
+MAGICS = (ContextMagics, PrintMagics, DumpMagics, NanMagics)
