@@ -19,6 +19,14 @@ export function warn(message: string, error?: unknown): void {
   console.warn(`msdebug: ${message}`, ...(error === undefined ? [] : [error]));
 }
 
+/**
+ * A kernel message's future rejects when the kernel restarts or goes away before it is done:
+ * expected here, so it is logged with the prefix instead of reaching the console unhandled.
+ */
+function quiet(future: Kernel.IShellFuture | undefined, what: string): void {
+  future?.done.catch(error => warn(`${what} did not complete (the kernel restarted or went away)`, error));
+}
+
 /** A pending command, answered by the kernel's `reply`. */
 interface IPending {
   resolve: (error: string) => void;
@@ -61,7 +69,7 @@ export class KernelLink {
     return new Promise<string>(resolve => {
       this._pending.set(id, { resolve });
       try {
-        comm.send(commandMessage(id, action) as any);
+        quiet(comm.send(commandMessage(id, action) as any), 'a command');
       } catch (error) {
         this._pending.delete(id);
         warn('could not send a command to the kernel', error);
@@ -133,7 +141,7 @@ export class KernelLink {
     try {
       const comm = kernel.createComm(COMM_TARGET);
       this._use(comm);
-      comm.open({ protocol: PROTOCOL });
+      quiet(comm.open({ protocol: PROTOCOL }), 'opening the comm');
     } catch (error) {
       warn('could not open a comm to the kernel', error);
     }
@@ -142,7 +150,7 @@ export class KernelLink {
   /** The kernel opened a comm: msdebug was just loaded there. */
   private _onKernelOpened(kernel: Kernel.IKernelConnection, comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg): void {
     if (kernel !== this._kernel) {
-      comm.close(); // a kernel this front end does not follow now; it reconnects on switching back
+      quiet(comm.close(), 'closing a comm'); // a kernel not followed now; it reconnects on switching back
       return;
     }
     this._dropComm();
@@ -181,7 +189,7 @@ export class KernelLink {
     this._answerAll('the kernel changed');
     if (comm && !comm.isDisposed) {
       try {
-        comm.close();
+        quiet(comm.close(), 'closing the comm');
       } catch (error) {
         // The kernel is restarting or gone: nothing to tell it.
       }
