@@ -18,6 +18,7 @@ from .magics.context import MsDebugMagics
 from .magics.dumps import MAGIC_NAMES as DUMP_MAGICS
 from .magics.dumps import DumpMagics
 from .magics.prints import CellCapture, PrintMagics
+from .magics.profile import ProfileMagics
 
 __all__ = ["MsDebug", "active", "hold_during_cell", "load", "preferences", "refresh_after_cell", "unload"]
 
@@ -123,6 +124,7 @@ def load(shell) -> None:
     shell.register_magics(MsDebugMagics)
     shell.register_magics(PrintMagics(shell, prefs.prints))
     shell.register_magics(DumpMagics)
+    shell.register_magics(ProfileMagics)
     completion.register(shell)
     shell.events.register("pre_run_cell", hold_during_cell)
     shell.events.register("post_run_cell", refresh_after_cell)
@@ -174,6 +176,7 @@ def unload(shell) -> None:
             shell.magics_manager.magics[kind].pop(name, None)
     for name in DUMP_MAGICS:
         shell.magics_manager.magics["line"].pop(name, None)
+    shell.magics_manager.magics["cell"].pop("msprofile", None)
     if prefs in shell.configurables:
         shell.configurables.remove(prefs)
     prefs.close()
