@@ -109,7 +109,7 @@ def read_print_file(path, format: str = "auto"):  # noqa: A002 - mirrors the doc
 
 def last_print():
     """The output the last captured cell printed (``%%msprint`` or ``%msprint on``), or None."""
-    from .ipython.extension import active
+    from .ipython.prefs import active
 
     prefs = active()
     return prefs.prints.last if prefs is not None else None
@@ -171,8 +171,9 @@ def profiler_options(apply: bool = True, **values: Any):
     return _options(apply=apply, **values)
 
 
-def dynamic_profile(cfg_path="./dyn_cfg", output_path="./dyn_profile_data", poll_interval: int = 2,
-                    verbose: bool = False):
+def dynamic_profile(
+    cfg_path="./dyn_cfg", output_path="./dyn_profile_data", poll_interval: int = 2, verbose: bool = False
+):
     """MindSpore's DynamicProfilerMonitor (``.callback``, ``.step()``) with ``.edit()`` for its config."""
     from .recorders.profile import dynamic_profile as _dynamic
 

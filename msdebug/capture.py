@@ -234,7 +234,9 @@ def _create(path: str, mode: str = "xb") -> BinaryIO:
     try:
         return open(path, mode)
     except FileExistsError:
-        raise PrintCaptureError(f"{path} appeared while msdebug was about to create it; nothing was overwritten.") from None
+        raise PrintCaptureError(
+            f"{path} appeared while msdebug was about to create it; nothing was overwritten."
+        ) from None
     except OSError as error:
         raise PrintCaptureError(f"cannot create the print file {path}: {error.strerror}.") from None
 

@@ -17,6 +17,7 @@ __all__ = [
     "MindSporeMissingError",
     "MindSporeRefusedError",
     "WidgetsMissingError",
+    "MagicUsageError",
     "DumpError",
     "DumpFormatError",
     "did_you_mean",
@@ -56,6 +57,10 @@ class MindSporeRefusedError(MsDebugError):
 
 class WidgetsMissingError(MsDebugError, ImportError):
     """ipywidgets, which the settings panel needs, is not installed."""
+
+
+class MagicUsageError(MsDebugError, ValueError):
+    """A magic's line that does not follow the magic's declared grammar."""
 
 
 class DumpError(MsDebugError, OSError):

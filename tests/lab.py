@@ -86,6 +86,10 @@ def jupyterlab(scratch: Path, python: str = sys.executable, env: dict[str, str] 
     """
     root = scratch / "lab"
     root.mkdir(parents=True, exist_ok=True)
+    # No "get notified about official Jupyter news?" toast: it takes focus and covers outputs.
+    news = scratch / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True, exist_ok=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     port, token = free_port(), secrets.token_hex(16)
     environment = {
         **kernel_env(),
@@ -157,7 +161,22 @@ def open_notebook(page, lab: Lab, name: str, cells: int):
 
 
 def run_cell(page, cells, index: int):
-    """Run cell ``index`` (Shift+Enter in its editor); returns its output area."""
-    cells.nth(index).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    return cells.nth(index).locator(".jp-OutputArea-output")
+    """Run cell ``index`` (Shift+Enter in its editor); returns its output area.
+
+    JupyterLab marks a cell ``[*]`` as soon as it is queued; a keypress that a busy page lost
+    leaves ``[ ]``, and only then is it pressed again.
+    """
+    from playwright.sync_api import expect
+
+    cell = cells.nth(index)
+    prompt = cell.locator(".jp-InputPrompt")
+    for attempt in range(3):
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            expect(prompt).not_to_have_text("[ ]:", timeout=15_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+    return cell.locator(".jp-OutputArea-output")

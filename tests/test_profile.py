@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 
 import msdebug
-from helpers import Kernel, run_python
 from msdebug.dumps.profile import read_executions, read_profile
 from msdebug.errors import InvalidValueError, MsDebugError, ProfileReadError, ProfilerOptionsError
 from msdebug.recorders.profile import check_config, parse_steps, profiler_options
+
+from helpers import Kernel, run_python
 
 DATA = Path(__file__).parent / "data"
 TWO_RANKS = DATA / "profile_2rank"
@@ -559,9 +560,10 @@ def test_magic_error_shows_the_partial_report_then_the_error(profiling_kernel):
     assert status == "error"
     kinds = [out["type"] for out in outputs if out["type"] != "stream"]
     assert kinds == ["display_data", "error"]
-    assert "partial profile: ValueError: boom" in outputs[[o["type"] for o in outputs].index("display_data")][
-        "data"
-    ]["text/html"]
+    assert (
+        "partial profile: ValueError: boom"
+        in outputs[[o["type"] for o in outputs].index("display_data")]["data"]["text/html"]
+    )
     error = next(out for out in outputs if out["type"] == "error")
     assert error["ename"] == "ValueError" and "the profiler was stopped" in error["traceback"][-1]
 
@@ -573,7 +575,7 @@ def test_magic_bad_options_are_one_line_usage_errors(ip):
         ("--stesp 1:2", "Did you mean '--steps'?"),
         ("--steps 3:1", "0 <= START < STOP"),
         ("--top many", "--top needs a whole number"),
-        ("--output", "--output needs DIR"),
+        ("--output", "--output needs a value"),
         ("--timeline=yes", "--timeline takes no value"),
     ):
         result = ip.run_cell(f"%%msprofile {line}\npass")

@@ -75,8 +75,7 @@ class Backend:
             import mindspore
         except ImportError as error:
             raise MindSporeMissingError(
-                f"MindSpore is not installed in this environment ({sys.executable}); "
-                f"install it with: {INSTALL_HINT}"
+                f"MindSpore is not installed in this environment ({sys.executable}); install it with: {INSTALL_HINT}"
             ) from error
         from mindspore import context as ms_context
         from mindspore._c_expression import (
@@ -135,10 +134,6 @@ class Backend:
             return self._devices.get_device_id()
         if name in self._frozen_by_reading:
             raise KeyError(f"{name} is never read: reading it would freeze it")
-        if name == "print_file_path" and not self.writes_print_files():
-            from ..capture import active_print_file
-
-            return active_print_file()
         if name in self._attributes:
             return getattr(self._ctx, name)
         return self._handle.get_param(self._params[name])
@@ -169,7 +164,7 @@ class Backend:
 
     def writes_print_files(self) -> bool:
         """Whether MindSpore itself honours ``print_file_path`` here (only on Ascend; on CPU
-        and GPU it ignores the key, and msdebug writes the file instead)."""
+        and GPU it ignores the key)."""
         return self.read("device_target") == "Ascend"
 
     def launch_blocking(self) -> bool:
@@ -180,11 +175,6 @@ class Backend:
 
     def write(self, name: str, value: Any) -> None:
         """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
-        if name == "print_file_path" and not self.writes_print_files():
-            from ..capture import set_print_file
-
-            set_print_file(value)
-            return
         try:
             if not self._direct:
                 with self.quiet():
@@ -211,11 +201,6 @@ class Backend:
         Dict keys are restored as attributes only: their entries are separate keys
         (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
         """
-        if name == "print_file_path" and not self.writes_print_files():
-            from ..capture import set_print_file
-
-            set_print_file(raw, resume=True)
-            return
         try:
             if name == "mode":
                 self._ctx.set_mode(raw)
@@ -267,7 +252,6 @@ def _translate(name: str, value: Any, error: Exception) -> Exception:
             f"longer change; restart the kernel and set it first. (MindSpore: {first})"
         )
     return MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}")
-
 
 
 def machine_default(name: str) -> Any:

@@ -71,7 +71,6 @@ def synchronize() -> str:
     return ""
 
 
-
 class _NotifyingLoader(importlib.abc.Loader):
     """Wraps MindSpore's loader to run a callback once its module has executed."""
 
@@ -138,8 +137,6 @@ def capture_pristine() -> None:
     if backend.pristine is None:
         backend.pristine = backend.read_all()
     track_compiles()
-
-
 
 
 def _api_module():

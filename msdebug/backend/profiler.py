@@ -193,7 +193,9 @@ def dynamic_monitor(cfg_path: str, output_path: str, poll_interval: int) -> Any:
     try:
         from mindspore.profiler import DynamicProfilerMonitor
     except ImportError:
-        raise ProfilerError("this MindSpore has no mindspore.profiler.DynamicProfilerMonitor (2.5 or later has).") from None
+        raise ProfilerError(
+            "this MindSpore has no mindspore.profiler.DynamicProfilerMonitor (2.5 or later has)."
+        ) from None
     with _device_id_unfrozen():
         return DynamicProfilerMonitor(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval)
 
@@ -218,4 +220,3 @@ def quiet_logs(keep: io.StringIO) -> Iterator[None]:
     finally:
         for handler, stream in swapped:
             handler.setStream(stream)
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["anf_ir_model", "print_pb2"]
 
+
 def anf_ir_model(data: bytes):
     """``data`` parsed as ``mindspore.irpb.ModelProto`` with MindSpore's own generated module
     (``.pb`` files of RDR and save_graphs); None when MindSpore is not installed.

@@ -9,6 +9,7 @@ __all__ = ["INSTALL_HINT", "installed_version", "is_imported", "package_version"
 
 INSTALL_HINT = 'pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
 
+
 def package_version(name: str) -> str | None:
     """An installed package's version from its metadata, without importing it."""
     import importlib.metadata  # costs milliseconds: only when asked

@@ -27,7 +27,6 @@ import math
 import os
 import re
 import stat
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,7 +382,7 @@ def read_executions(
         counts = np.array([payload.count(b",") // 2 for _, payload in pieces])
         owner = np.repeat(np.arange(len(pieces)), counts)
         sums = np.bincount(owner, weights=duration, minlength=len(pieces))
-        for (name, _), count, total in zip(pieces, counts.tolist(), sums.tolist()):
+        for (name, _), count, total in zip(pieces, counts.tolist(), sums.tolist(), strict=True):
             if count:
                 entry = result.per_op.setdefault(name, [0, 0.0])
                 entry[0] += count
@@ -447,7 +446,7 @@ def _parse_triples(text: bytes):
     duration, decimals = _fold_digits(chars, begins[1::3], ends[1::3])
     if start is None or duration is None or start_decimals.any():
         return None
-    return start, duration / 10.0 ** decimals
+    return start, duration / 10.0**decimals
 
 
 def _fold_digits(chars, begins, ends):
@@ -690,7 +689,7 @@ def read_profile(path: str | os.PathLike) -> ProfileData:
     if None in ranks or len(set(ranks)) != len(ranks):
         ranks = list(range(len(runs)))
     data = ProfileData(root=root, runs=[], steps=steps, problems=problems)
-    for run, rank in sorted(zip(runs, ranks), key=lambda pair: pair[1]):
+    for run, rank in sorted(zip(runs, ranks, strict=True), key=lambda pair: pair[1]):
         data.runs.append(_read_run(run, rank, windows if len(runs) == 1 else ()))
     return data
 

@@ -124,7 +124,9 @@ def parse_rdr_name(path: str | os.PathLike) -> RdrFile | None:
     except OSError:
         size = 0
     counter = match["counter"]
-    return RdrFile(path, match["module"], match["name"], match["ts"], int(counter) if counter else None, match["ext"], size)
+    return RdrFile(
+        path, match["module"], match["name"], match["ts"], int(counter) if counter else None, match["ext"], size
+    )
 
 
 @dataclass
@@ -159,7 +161,9 @@ class RdrRank:
 
         labels = [f.label for f in candidates] + [f.stage[1] for f in candidates if f.stage]
         if matches:
-            raise DumpError(f"{text!r} matches {len(matches)} files of rank {self.rank}: {', '.join(f.label for f in matches[:6])}")
+            raise DumpError(
+                f"{text!r} matches {len(matches)} files of rank {self.rank}: {', '.join(f.label for f in matches[:6])}"
+            )
         raise DumpError(f"no IR file of rank {self.rank} is called {text!r}." + did_you_mean(text, labels))
 
 

@@ -1,17 +1,25 @@
-"""Keep MindSpore's log noise out of notebook cells.
+"""What runs around every cell: Print capture, cell files, MindSpore's log level, held notifications.
 
-Two things: MindSpore's log level (``GLOG_v``, read once at ``import mindspore``), and
-the ``GetRealPath ... may not exists`` lines every GRAPH-mode compile prints in a kernel,
-because ipykernel names each cell after a file it never writes.
+* :class:`CellCapture`: ``%msprint on`` captures each cell from ``pre_run_cell`` to ``post_run_cell``;
+* :class:`CellFiles`: each cell's source written where ipykernel names it, so GRAPH-mode compiles
+  find it instead of logging ``GetRealPath ... may not exists``;
+* :class:`LogLevel`: MindSpore's log level (``GLOG_v``, read once at ``import mindspore``);
+* :func:`hold_during_cell` / :func:`refresh_after_cell`: open panels follow the context once per cell.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from .. import backend
+from ..errors import MsDebugError
 
-__all__ = ["LEVELS", "CellFiles", "LogLevel"]
+__all__ = ["LEVELS", "CellCapture", "CellFiles", "LogLevel", "hold_during_cell", "refresh_after_cell"]
+
+# The hooks must cost nothing before msdebug's settings are in use: they look the module up
+# instead of importing it (importing it loads the key catalog).
+_SETTINGS = __name__.rsplit(".", 2)[0] + ".settings"
 
 # MindSpore's levels, as GLOG_v numbers (mindspore/log.py).
 LEVELS = {"DEBUG": "0", "INFO": "1", "WARNING": "2", "ERROR": "3", "CRITICAL": "4"}
@@ -93,3 +101,113 @@ class CellFiles:
             except OSError:
                 pass
         self.created.clear()
+
+
+class CellCapture:
+    """Captures each cell from ``pre_run_cell`` to ``post_run_cell`` and shows it at the end.
+
+    A cell that runs while ``print_file_path`` sends Print output to a file is left alone:
+    that output belongs in the file. On Ascend, where MindSpore writes the print file itself,
+    the values appended during the cell are read back and shown.
+    """
+
+    def __init__(self, shell) -> None:
+        self.shell = shell
+        self.every_cell = False
+        self.current = None
+        self.ascend_offset: tuple[str, int] | None = None
+        self.last = None
+
+    def register(self) -> None:
+        events = self.shell.events
+        if self.pre not in events.callbacks["pre_run_cell"]:
+            events.register("pre_run_cell", self.pre)
+        if self.post not in events.callbacks["post_run_cell"]:
+            events.register("post_run_cell", self.post)
+
+    def unregister(self) -> None:
+        self.stop()
+        for name, hook in (("pre_run_cell", self.pre), ("post_run_cell", self.post)):
+            if hook in self.shell.events.callbacks[name]:
+                self.shell.events.unregister(name, hook)
+
+    def pre(self, info=None) -> None:
+        self.ascend_offset = None
+        if backend.is_imported():
+            path = ascend_print_file()
+            if path:
+                self.ascend_offset = (path, _size(path))
+                return
+        if not self.every_cell or self.current is not None:
+            return
+        from ..capture import PrintCapture, active_print_file
+
+        if active_print_file():
+            return
+        try:
+            capture = PrintCapture(show=True)
+            capture.__enter__()
+        except MsDebugError as error:  # pragma: no cover - the environment refused (no memfd, no fds)
+            print(f"msdebug: print capture is off for this cell: {error}")
+            return
+        self.current = capture
+
+    def post(self, result=None) -> None:
+        self.stop()
+        if self.ascend_offset is not None:
+            self._show_ascend(*self.ascend_offset)
+
+    def stop(self) -> None:
+        capture, self.current = self.current, None
+        if capture is not None:
+            capture.__exit__(None, None, None)
+            self.last = capture.log
+
+    def _show_ascend(self, path: str, offset: int) -> None:
+        """Show what MindSpore appended to its binary print file during the cell."""
+        from IPython.display import display
+
+        from ..printfile import PrintFileError, read_appended
+
+        try:
+            log = read_appended(path, offset)
+        except PrintFileError as error:
+            print(f"msdebug: could not read back {path}: {error}")
+            return
+        if log is not None:
+            self.last = log
+            display(log)
+
+
+def ascend_print_file() -> str:
+    """The print file MindSpore itself writes (Ascend), or ``""``."""
+    ms = backend.get_backend()
+    if not ms.writes_print_files():
+        return ""
+    return ms.read("print_file_path") or ""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def hold_during_cell(info=None) -> None:
+    """pre_run_cell hook: open panels wait for the end of the cell instead of following
+    every change the cell makes."""
+    settings = sys.modules.get(_SETTINGS)
+    if settings is not None:
+        settings.hold()
+
+
+def refresh_after_cell(result=None) -> None:
+    """post_run_cell hook: open panels re-read the context, so a plain
+    ``mindspore.set_context(...)`` in a cell shows up in them by the end of that cell.
+
+    Costs a dictionary lookup while no panel is open, and never imports anything.
+    """
+    settings = sys.modules.get(_SETTINGS)
+    if settings is not None:
+        settings.release()

@@ -530,8 +530,9 @@ def _build(kind: str):
 
         unit = "step"
 
-        def __init__(self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP,
-                     verbose: bool = False) -> None:
+        def __init__(
+            self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
+        ) -> None:
             base.__init__(self)
             self._setup(start, stop, output, timeline, top, verbose)
 
@@ -547,8 +548,9 @@ def _build(kind: str):
 
         unit = "epoch"
 
-        def __init__(self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP,
-                     verbose: bool = False) -> None:
+        def __init__(
+            self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
+        ) -> None:
             base.__init__(self)
             self._setup(start, stop, output, timeline, top, verbose)
 
@@ -561,8 +563,7 @@ def _build(kind: str):
     return ProfileStepsCallback if kind == "steps" else ProfileEpochsCallback
 
 
-def ProfileSteps(start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP,  # noqa: N802
-                 verbose: bool = False):
+def ProfileSteps(start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False):
     """A ``Model.train`` callback recording steps ``start`` .. ``stop`` (1-based, inclusive).
 
     A factory, because its class derives from MindSpore's ``Callback``, imported only when asked.
@@ -570,8 +571,7 @@ def ProfileSteps(start: int, stop: int, output=None, timeline: bool = False, top
     return _build("steps")(start, stop, output=output, timeline=timeline, top=top, verbose=verbose)
 
 
-def ProfileEpochs(start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP,  # noqa: N802
-                  verbose: bool = False):
+def ProfileEpochs(start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False):
     """A ``Model.train`` callback recording epochs ``start`` .. ``stop`` (1-based, inclusive), for sink mode."""
     return _build("epochs")(start, stop, output=output, timeline=timeline, top=top, verbose=verbose)
 

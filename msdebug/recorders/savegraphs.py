@@ -29,6 +29,11 @@ class SaveGraphsStatus:
     families: tuple[tuple[str, int], ...]
     notes: tuple[str, ...] = ()
 
+    @property
+    def level_name(self) -> str:
+        """What the level dumps: ``"compile stages"`` ... (``"off"`` for 0)."""
+        return LEVELS.get(self.level, "?")
+
     def __repr__(self) -> str:
         from ..views.dumps import text_save_graphs
 

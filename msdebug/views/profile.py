@@ -156,8 +156,14 @@ def html_profile(report: Any) -> str:
     top, rest = _ops_rows(report)
     parts.append(tag("div", esc(f"Top {len(top)} ops by total time"), style=STRONG))
     rows = [
-        (esc(row.full_name), esc(row.op_type), esc(row.occurrences), esc(_ms(row.total_ms)), esc(_ms(row.avg_ms)),
-         _bar(row.share))
+        (
+            esc(row.full_name),
+            esc(row.op_type),
+            esc(row.occurrences),
+            esc(_ms(row.total_ms)),
+            esc(_ms(row.avg_ms)),
+            _bar(row.share),
+        )
         for row in top
     ]
     if rest:
@@ -187,8 +193,9 @@ def _html_trace(report: Any) -> str:
         return tag("div", esc(f"Chrome trace: {report.trace}; {_TRACE_HELP}."))
     if report.timeline:
         return tag("div", esc("no Chrome trace was written (see the notes)."), style=NOTE)
-    return tag("div", esc("For a timeline, profile with --timeline (timeline=True): it writes a Chrome trace."),
-               style=NOTE)
+    return tag(
+        "div", esc("For a timeline, profile with --timeline (timeline=True): it writes a Chrome trace."), style=NOTE
+    )
 
 
 def _html_ranks(report: Any) -> str:
@@ -201,8 +208,9 @@ def _html_ranks(report: Any) -> str:
         for rank in ranks:
             value = per_rank.get(rank)
             text = esc(_ms(value))
-            cells.append(tag("span", text + " ◀ slowest", style=STRONG) if rank == slowest and len(per_rank) > 1
-                         else text)
+            cells.append(
+                tag("span", text + " ◀ slowest", style=STRONG) if rank == slowest and len(per_rank) > 1 else text
+            )
         rows.append(cells)
     head = ["op type", *(f"rank {rank} ms" for rank in ranks)]
     totals_row = " · ".join(f"rank {run.rank}: {_ms(run.total_ms)} ms" for run in report.runs[:_MAX_RANKS])
@@ -279,8 +287,10 @@ def html_comparison(comparison: Any, top: int) -> str:
         tag("div", esc(f"After: {comparison.after}"), style=STRONG),
         tag(
             "div",
-            esc(f"op time {_ms(comparison.before_ms)} ms -> {_ms(comparison.after_ms)} ms"
-                + (f" ({total:.2f}x)" if total else "")),
+            esc(
+                f"op time {_ms(comparison.before_ms)} ms -> {_ms(comparison.after_ms)} ms"
+                + (f" ({total:.2f}x)" if total else "")
+            ),
         ),
     ]
     for title, changes in (("Op types", comparison.op_types), ("Ops", comparison.ops)):
@@ -298,8 +308,11 @@ def html_comparison(comparison: Any, top: int) -> str:
 
 def text_comparison(comparison: Any, top: int) -> str:
     """The comparison as plain text."""
-    lines = [f"before: {comparison.before}", f"after:  {comparison.after}",
-             f"op time {_ms(comparison.before_ms)} ms -> {_ms(comparison.after_ms)} ms"]
+    lines = [
+        f"before: {comparison.before}",
+        f"after:  {comparison.after}",
+        f"op time {_ms(comparison.before_ms)} ms -> {_ms(comparison.after_ms)} ms",
+    ]
     for title, changes in (("op types", comparison.op_types), ("ops", comparison.ops)):
         lines.append("")
         lines.append(f"{title:<60} {'before ms':>12} {'after ms':>12} {'speed-up':>9}")
@@ -326,8 +339,11 @@ def text_options(options: Any) -> str:
 
 def html_options(options: Any) -> str:
     """The same as :func:`text_options`, as HTML."""
-    head = tag("div", tag("code", esc(f"MS_PROFILER_OPTIONS={options.json}"))
-               + ("" if options.applied else esc("  (validated, not set)")))
+    head = tag(
+        "div",
+        tag("code", esc(f"MS_PROFILER_OPTIONS={options.json}"))
+        + ("" if options.applied else esc("  (validated, not set)")),
+    )
     notes = tag("ul", "".join(tag("li", esc(note)) for note in options.notes), style=NOTE) if options.notes else ""
     cell = tag("div", esc("First cell of a fresh kernel:")) + tag("pre", esc(options.first_cell))
     return tag("div", head + notes + cell)

@@ -2,59 +2,42 @@
 
 from __future__ import annotations
 
-import inspect
 import os
+import warnings
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
-from ...errors import MsDebugError
+from ...errors import MagicUsageError
+from ._parse import Form, Option, Parsed, Spec, magic_spec
 
-__all__ = ["DumpMagics", "parse_options", "MAGIC_NAMES"]
+__all__ = ["DumpMagics", "GRAPHS", "RDR"]
 
-MAGIC_NAMES = ("msrdr", "msgraphs")
+RDR = Spec(
+    "msrdr",
+    line=Form(
+        words=("on", "off"),
+        options=(
+            Option("--mode", "1|2", "1 exports when a run fails, 2 after each compile too", choices=("1", "2"),
+                   meaning="1 (export on failure) or 2 (also after each compile)"),
+            Option("--path", "DIR", "where rank_<id>/rdr/ goes"),
+            Option("--via", "env|file", "MS_RDR_* variables or an env_config.json file", choices=("env", "file")),
+            Option("--file", "JSON", "the env_config.json to write with --via file"),
+        ),
+    ),
+)  # fmt: skip
 
-
-def parse_options(line: str, words: tuple[str, ...], options: dict[str, str], magic: str) -> tuple[str, dict[str, str]]:
-    """``'on --mode 2 --path ./rdr'`` -> ``('on', {'--mode': '2', '--path': './rdr'})``.
-
-    ``words`` are the allowed bare words (at most one), ``options`` the allowed
-    ``--option VALUE`` names with what their value is. Raises a one-line ``UsageError``.
-    """
-    from ...keys import did_you_mean
-    from .context import _tokens, _unquote
-
-    word = ""
-    found: dict[str, str] = {}
-    tokens = _tokens(line)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        name, eq, inline = token.partition("=")
-        if token == "--help":
-            found["--help"] = ""
-        elif token.startswith("-"):
-            if name not in options:
-                allowed = ", ".join(f"{o} {v}" for o, v in options.items())
-                raise UsageError(f"%{magic}: unknown option {name}; use {allowed}." + did_you_mean(name, options))
-            if name in found:
-                raise UsageError(f"%{magic}: {name} is given twice.")
-            if eq:
-                found[name] = _unquote(inline)
-            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-                found[name] = _unquote(tokens[i + 1])
-                i += 1
-            else:
-                raise UsageError(f"%{magic}: {name} needs a value: {name} {options[name]}.")
-        elif word:
-            raise UsageError(f"%{magic}: one of {', '.join(words)} at a time, got {word!r} and {token!r}.")
-        elif token not in words:
-            raise UsageError(f"%{magic}: unknown word {token!r}; use {' or '.join(words)}." + did_you_mean(token, words))
-        else:
-            word = token
-        i += 1
-    return word, found
+GRAPHS = Spec(
+    "msgraphs",
+    line=Form(
+        words=("on", "off"),
+        options=(
+            Option("--level", "1|2|3", "1 compile stages, 2 also backend passes, 3 also .dot graphs",
+                   choices=("1", "2", "3")),
+            Option("--path", "DIR", "where the IR files go (default ./graphs)"),
+        ),
+    ),
+)  # fmt: skip
 
 
 def _absolute(path: str) -> str:
@@ -65,9 +48,12 @@ def _absolute(path: str) -> str:
 class DumpMagics(Magics):
     """``%msrdr`` and ``%msgraphs``."""
 
+    SPECS = (RDR, GRAPHS)
+
     @no_var_expand
     @line_magic
-    def msrdr(self, line: str) -> Any:
+    @magic_spec(RDR)
+    def msrdr(self, args: Parsed) -> Any:
         """Configure the Running Data Recorder (MindSpore up to 2.7.0) and see its exports.
 
         Usage::
@@ -83,59 +69,34 @@ class DumpMagics(Magics):
         ./mindspore_config.json, never overwriting another file) and sets env_config_path.
         RDR is read once, at the first graph compile: run this in the first cells.
         """
-        word, options = parse_options(
-            line,
-            ("on", "off"),
-            {"--mode": "1|2", "--path": "DIR", "--via": "env|file", "--file": "JSON"},
-            "msrdr",
-        )
-        if "--help" in options:
-            print(inspect.cleandoc(self.msrdr.__doc__))
-            return None
-        try:
-            from ...recorders import envconfig
-
-            if not word:
-                if len(options) > 0:
-                    raise UsageError("%msrdr: options go with on, e.g. %msrdr on --mode 2 --path ./rdr")
-                return envconfig.rdr_status()
-            if word == "off" and set(options) - {"--via", "--file"}:
-                raise UsageError("%msrdr off takes no --mode or --path.")
-            mode = options.get("--mode")
-            if mode is not None and mode not in ("1", "2"):
-                raise UsageError(f"%msrdr: --mode is 1 (export on failure) or 2 (also after each compile), got {mode!r}.")
-            via = options.get("--via", "file" if "--file" in options else "env")
-            if via not in ("env", "file"):
-                from ...keys import did_you_mean
-
-                raise UsageError(f"%msrdr: --via is env or file, got {via!r}." + did_you_mean(via, ("env", "file")))
-            path = options.get("--path")
-            config = envconfig.EnvConfig(
-                rdr_enable=word == "on",
-                rdr_mode=int(mode) if mode else None,
-                rdr_path=_absolute(path) if path else None,
-            )
-            return self._apply(config, via, options.get("--file", "mindspore_config.json"))
-        except MsDebugError as error:
-            raise UsageError(str(error)) from None
-
-    @staticmethod
-    def _apply(config, via: str, file: str):
-        import warnings
-
         from ...recorders import envconfig
 
+        options = args.options
+        if not args.word:
+            if options:
+                raise MagicUsageError("%msrdr: options go with on, e.g. %msrdr on --mode 2 --path ./rdr")
+            return envconfig.rdr_status()
+        if args.word == "off" and set(options) - {"--via", "--file"}:
+            raise MagicUsageError("%msrdr off takes no --mode or --path.")
+        mode, path = options.get("--mode"), options.get("--path")
+        config = envconfig.EnvConfig(
+            rdr_enable=args.word == "on",
+            rdr_mode=int(mode) if mode else None,
+            rdr_path=_absolute(path) if path else None,
+        )
+        via = options.get("--via", "file" if "--file" in options else "env")
         # Shown in the status this returns, once, rather than as a warning that
         # Python's filters would show only the first time.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", envconfig.RdrWarning)
             if via == "file":
-                config.write(_absolute(file))
+                config.write(_absolute(options.get("--file", "mindspore_config.json")))
             return config.apply(via=via)
 
     @no_var_expand
     @line_magic
-    def msgraphs(self, line: str) -> Any:
+    @magic_spec(GRAPHS)
+    def msgraphs(self, args: Parsed) -> Any:
         """save_graphs: dump the IR of the next graph compiles, and read what was dumped.
 
         Usage::
@@ -148,24 +109,14 @@ class DumpMagics(Magics):
         graphs (hundreds of files). --path defaults to ./graphs, made absolute here.
         Then: msdebug.open_dump(DIR).
         """
-        word, options = parse_options(line, ("on", "off"), {"--level": "1|2|3", "--path": "DIR"}, "msgraphs")
-        if "--help" in options:
-            print(inspect.cleandoc(self.msgraphs.__doc__))
-            return None
-        try:
-            from ...recorders import savegraphs
+        from ...recorders import savegraphs
 
-            if not word:
-                if options:
-                    raise UsageError("%msgraphs: options go with on, e.g. %msgraphs on --level 2 --path ./graphs")
-                return savegraphs.status()
-            if word == "off":
-                if options:
-                    raise UsageError("%msgraphs off takes no options.")
-                return savegraphs.configure(0)
-            level = options.get("--level", "2")
-            if level not in ("1", "2", "3"):
-                raise UsageError(f"%msgraphs: --level is 1, 2 or 3, got {level!r}.")
-            return savegraphs.configure(int(level), _absolute(options.get("--path", "graphs")))
-        except MsDebugError as error:
-            raise UsageError(str(error)) from None
+        if not args.word:
+            if args.options:
+                raise MagicUsageError("%msgraphs: options go with on, e.g. %msgraphs on --level 2 --path ./graphs")
+            return savegraphs.status()
+        if args.word == "off":
+            if args.options:
+                raise MagicUsageError("%msgraphs off takes no options.")
+            return savegraphs.configure(0)
+        return savegraphs.configure(int(args.get("--level", "2")), _absolute(args.get("--path", "graphs")))

@@ -3,64 +3,29 @@
 from __future__ import annotations
 
 import contextlib
-import shlex
 import sys
 from collections.abc import Iterator
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class, no_var_expand
 
-from ...errors import MsDebugError, did_you_mean
+from ._cellbody import run_body
+from ._parse import Form, Option, Parsed, Spec, magic_spec
 
-__all__ = ["MAGIC_NAMES", "ProfileMagics", "parse_profile_line"]
+__all__ = ["PROFILE", "ProfileMagics"]
 
-MAGIC_NAMES = ("msprofile",)
-OPTIONS = {
-    "--steps": "START:STOP",
-    "--timeline": "",
-    "--top": "N",
-    "--output": "DIR",
-    "--verbose": "",
-}
-USAGE = "%%msprofile [--steps START:STOP] [--timeline] [--top N] [--output DIR] [--verbose]"
-
-
-def parse_profile_line(line: str) -> dict[str, Any]:
-    """``--steps 2:5 --top 10`` -> ``{"steps": "2:5", "top": 10}``; one-line errors."""
-    try:
-        words = shlex.split(line)
-    except ValueError as error:
-        raise UsageError(f"%%msprofile: {error} in {line!r}; usage: {USAGE}") from None
-    values: dict[str, Any] = {}
-    position = 0
-    while position < len(words):
-        word = words[position]
-        name, _, inline = word.partition("=")
-        if name not in OPTIONS:
-            raise UsageError(f"%%msprofile: unknown option {word!r}{did_you_mean(name, OPTIONS)}; usage: {USAGE}")
-        key = name[2:]
-        if key in values:
-            raise UsageError(f"%%msprofile: {name} given twice.")
-        if not OPTIONS[name]:
-            if inline:
-                raise UsageError(f"%%msprofile: {name} takes no value.")
-            values[key] = True
-        else:
-            if inline:
-                value = inline
-            elif position + 1 < len(words):
-                position += 1
-                value = words[position]
-            else:
-                raise UsageError(f"%%msprofile: {name} needs {OPTIONS[name]}; usage: {USAGE}")
-            values[key] = value
-        position += 1
-    if "top" in values:
-        if not str(values["top"]).isdigit():
-            raise UsageError(f"%%msprofile: --top needs a whole number, got {values['top']!r}.")
-        values["top"] = int(values["top"])
-    return values
+PROFILE = Spec(
+    "msprofile",
+    cell=Form(
+        options=(
+            Option("--steps", "START:STOP", "record only steps START .. STOP-1 (counted from 0)"),
+            Option("--timeline", help="also write the Chrome trace (about a second of analysis)"),
+            Option("--top", "N", "single ops listed before the rest is folded (default 15)"),
+            Option("--output", "DIR", "a new or empty directory for MindSpore's files"),
+            Option("--verbose", help="let MindSpore's own output into the cell"),
+        )
+    ),
+)
 
 
 @contextlib.contextmanager
@@ -114,9 +79,12 @@ class _ShowOnError:
 class ProfileMagics(Magics):
     """``%%msprofile``."""
 
+    SPECS = (PROFILE,)
+
     @no_var_expand
     @cell_magic
-    def msprofile(self, line: str, cell: str) -> Any:
+    @magic_spec(PROFILE)
+    def msprofile(self, args: Parsed) -> Any:
         """Profile the ops this cell runs and show the report here.
 
         Usage::
@@ -135,25 +103,23 @@ class ProfileMagics(Magics):
         The report is the cell's value (op types, top ops, time per step); a cell that fails
         or is interrupted shows what was recorded, marked partial, then the error.
         """
+        from ...errors import InvalidValueError
         from ...recorders.profile import Profile
-        from .context import run_body
 
-        options = parse_profile_line(line)
-        try:
-            recorder = Profile(
-                steps=options.get("steps"),
-                output=options.get("output"),
-                timeline=options.get("timeline", False),
-                top=options.get("top", 15),
-                verbose=options.get("verbose", False),
-                busy=_busy,
-            )
-            guard = _ShowOnError(recorder)
+        top = args.get("--top", "15")
+        if not top.isdigit():
+            raise InvalidValueError(f"%%msprofile: --top needs a whole number, got {top!r}.")
+        recorder = Profile(
+            steps=args.get("--steps"),
+            output=args.get("--output"),
+            timeline=args.get("--timeline", False),
+            top=int(top),
+            verbose=args.get("--verbose", False),
+            busy=_busy,
+        )
 
-            def after(entered) -> str:
-                return "%%msprofile: the profiler was stopped; what it recorded is shown above"
+        def after(entered) -> str:
+            return "%%msprofile: the profiler was stopped; what it recorded is shown above"
 
-            run_body(self.shell, "msprofile", line, cell, guard, after)
-        except MsDebugError as error:
-            raise UsageError(f"%%msprofile: {error}") from None
+        run_body(self.shell, "msprofile", args.line, args.cell, _ShowOnError(recorder), after)
         return recorder.report
