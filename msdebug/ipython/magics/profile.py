@@ -30,19 +30,23 @@ PROFILE = Spec(
 
 @contextlib.contextmanager
 def _busy(what: str) -> Iterator[None]:
-    """A progress bar while MindSpore analyses (a widget in a notebook, a line in a terminal)."""
+    """A progress bar while MindSpore analyses: a widget in a notebook, a line in a terminal."""
+    from IPython import get_ipython
     from IPython.display import HTML, display
 
-    handle = None
-    try:
-        import ipywidgets
+    shell = get_ipython()
+    handle = box = None
+    if getattr(shell, "kernel", None) is not None:
+        try:
+            import ipywidgets
 
-        bar = ipywidgets.IntProgress(value=1, max=2, description="profile", bar_style="info")
-        label = ipywidgets.Label(what)
-        box = ipywidgets.HBox([bar, label])
-        handle = display(box, display_id=True)
-    except ImportError:
-        print(f"msprofile: {what} ...", file=sys.stderr, flush=True)
+            bar = ipywidgets.IntProgress(value=1, max=2, description="profile", bar_style="info")
+            box = ipywidgets.HBox([bar, ipywidgets.Label(what)])
+            handle = display(box, display_id=True)
+        except ImportError:
+            pass
+    if handle is None:
+        print(f"%%msprofile: {what} ...", file=sys.stderr, flush=True)
     try:
         yield
     finally:
