@@ -135,12 +135,12 @@ def open_dump(path):
     return _open_dump(path)
 
 
-def profile(steps=None, output=None, timeline: bool = False, top: int = 15, verbose: bool = False):
+def profile(steps=None, output=None, timeline: bool = False, top: int = 15, verbose: bool = False, order: str = "time"):
     """``with msdebug.profile(steps="2:5") as prof:`` profile the block's ops; ``prof.step()`` (or
     ``msdebug.step()``) ends each step; ``prof.report`` is the inline report afterwards."""
     from .recorders.profile import profile as _profile
 
-    return _profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose)
+    return _profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose, order=order)
 
 
 def step() -> None:
@@ -150,18 +150,18 @@ def step() -> None:
     _step()
 
 
-def open_profile(path, top: int = 15):
+def open_profile(path, top: int = 15, order: str = "time"):
     """The report of any profiler output directory, also a cluster copy with ``rank_*`` inside."""
     from .recorders.profile import open_profile as _open
 
-    return _open(path, top=top)
+    return _open(path, top=top, order=order)
 
 
-def compare_profiles(before, after, top: int = 15):
+def compare_profiles(before, after, top: int = 15, order: str = "change"):
     """Two profiles per op type and per op: before / after, speed-up, new and vanished ops."""
     from .recorders.profile import compare_profiles as _compare
 
-    return _compare(before, after, top=top)
+    return _compare(before, after, top=top, order=order)
 
 
 def profiler_options(apply: bool = True, **values: Any):

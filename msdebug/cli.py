@@ -99,9 +99,10 @@ def _profile(args: argparse.Namespace) -> int:
 
     try:
         if args.compare:
-            print(repr(compare_profiles(args.path, args.compare, top=args.top)))
+            order = "name" if args.order == "name" else "change"
+            print(repr(compare_profiles(args.path, args.compare, top=args.top, order=order)))
         else:
-            print(repr(open_profile(args.path, top=args.top)))
+            print(repr(open_profile(args.path, top=args.top, order=args.order)))
     except MsDebugError as error:
         print(f"msdebug profile: {error}", file=sys.stderr)
         return 1
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     prof.add_argument("path", help="the profiler's output directory, or a folder holding several")
     prof.add_argument("--top", type=int, default=15, help="single ops listed before the rest is folded (default 15)")
     prof.add_argument("--compare", metavar="OTHER", help="compare with this profile (PATH before, OTHER after)")
+    prof.add_argument("--order", choices=("time", "name"), default="time", help="rows longest first, or by name")
     prof.set_defaults(run=_profile)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):

@@ -63,8 +63,10 @@ class ProfileReport:
         log: str = "",
         notes: tuple[str, ...] = (),
         timeline: bool = False,
+        order: str = "time",
     ) -> None:
         self.data, self.top, self.log, self.timeline = data, top, log, timeline
+        self.order = _check_order(order)
         self.notes = tuple(notes) + tuple(data.problems) + tuple(p for run in data.runs for p in run.problems)
 
     @property
@@ -92,14 +94,22 @@ class ProfileReport:
         return sum(run.total_ms for run in self.data.runs)
 
     def op_types(self, rank: int | None = None) -> list:
-        """Op-type rows of one rank (the first when None), longest total first."""
+        """Op-type rows of one rank (the first when None), longest total first (or by name)."""
         run = self._run(rank)
-        return sorted(run.op_types, key=lambda row: (-row.total_ms, row.op_type)) if run else []
+        if run is None:
+            return []
+        if self.order == "name":
+            return sorted(run.op_types, key=lambda row: row.op_type)
+        return sorted(run.op_types, key=lambda row: (-row.total_ms, row.op_type))
 
     def ops(self, rank: int | None = None) -> list:
-        """Op rows of one rank (the first when None), longest total first."""
+        """Op rows of one rank (the first when None), longest total first (or by name)."""
         run = self._run(rank)
-        return sorted(run.ops, key=lambda row: (-row.total_ms, row.full_name)) if run else []
+        if run is None:
+            return []
+        if self.order == "name":
+            return sorted(run.ops, key=lambda row: row.full_name)
+        return sorted(run.ops, key=lambda row: (-row.total_ms, row.full_name))
 
     def _run(self, rank: int | None):
         if not self.data.runs:
@@ -122,8 +132,11 @@ class ProfileReport:
 class ComparisonReport:
     """Two profiles side by side: per op type and per op, before / after and the speed-up."""
 
-    def __init__(self, comparison: Comparison, top: int = _TOP) -> None:
+    def __init__(self, comparison: Comparison, top: int = _TOP, order: str = "change") -> None:
         self.comparison, self.top = comparison, top
+        if order == "name":
+            comparison.op_types.sort(key=lambda change: change.name)
+            comparison.ops.sort(key=lambda change: change.name)
 
     def __repr__(self) -> str:
         from ..views.profile import text_comparison
@@ -152,17 +165,26 @@ def _as_data(profile: Any) -> ProfileData:
     )
 
 
-def open_profile(path: str | os.PathLike, top: int = _TOP) -> ProfileReport:
+def open_profile(path: str | os.PathLike, top: int = _TOP, order: str = "time") -> ProfileReport:
     """The report of any profiler output directory (also a cluster copy with ``rank_*`` inside)."""
-    return ProfileReport(read_profile(path), top=_check_top(top))
+    return ProfileReport(read_profile(path), top=_check_top(top), order=order)
 
 
-def compare_profiles(before: Any, after: Any, top: int = _TOP) -> ComparisonReport:
+def compare_profiles(before: Any, after: Any, top: int = _TOP, order: str = "change") -> ComparisonReport:
     """Per op type and per op: time before and after, speed-up, new and vanished ops.
 
-    ``before`` and ``after`` are directories, reports or finished :func:`profile` objects.
+    ``before`` and ``after`` are directories, reports or finished :func:`profile` objects;
+    rows come biggest change first, or by name with ``order="name"``.
     """
-    return ComparisonReport(compare(_as_data(before), _as_data(after)), top=_check_top(top))
+    if order not in ("change", "name"):
+        raise InvalidValueError(f"order must be 'change' or 'name', got {order!r}.")
+    return ComparisonReport(compare(_as_data(before), _as_data(after)), top=_check_top(top), order=order)
+
+
+def _check_order(order: Any) -> str:
+    if order not in ("time", "name"):
+        raise InvalidValueError(f"order must be 'time' (longest first) or 'name', got {order!r}.")
+    return order
 
 
 def _check_top(top: Any) -> int:
@@ -323,8 +345,10 @@ class Profile:
         top: int = _TOP,
         verbose: bool = False,
         busy: Callable[[str], Any] | None = None,
+        order: str = "time",
     ) -> None:
         self.range = parse_steps(steps)
+        self.order = _check_order(order)
         self.top = _check_top(top)
         self.timeline, self.verbose = bool(timeline), bool(verbose)
         self._output_arg = output
@@ -435,7 +459,12 @@ class Profile:
                 )
             return
         self.report = ProfileReport(
-            read_profile(self.output), top=self.top, log="".join(self._log), notes=tuple(notes), timeline=self.timeline
+            read_profile(self.output),
+            top=self.top,
+            log="".join(self._log),
+            notes=tuple(notes),
+            timeline=self.timeline,
+            order=self.order,
         )
 
 
@@ -445,6 +474,7 @@ def profile(
     timeline: bool = False,
     top: int = _TOP,
     verbose: bool = False,
+    order: str = "time",
 ) -> Profile:
     """Profile the ops a block runs; ``prof.report`` is the inline report afterwards.
 
@@ -461,8 +491,10 @@ def profile(
         How many single ops the report lists before folding the rest.
     verbose : bool
         Let MindSpore's own output (progress bar, log lines) through instead of keeping it in ``report.log``.
+    order : {"time", "name"}
+        Table rows longest first, or by name (stable between runs).
     """
-    return Profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose)
+    return Profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose, order=order)
 
 
 # --------------------------------------------------------------------------- callbacks

@@ -35,13 +35,14 @@ _PARTIAL = "background:#fdecea;border-left:4px solid #cf222e;padding:4px 8px;mar
 
 
 def _ms(value: float | None) -> str:
+    """A time with its unit, ``12.345 ms`` (one form everywhere, which notebook tests sanitise)."""
     if value is None:
         return "-"
     if value >= 100:
-        return f"{value:,.1f}"
+        return f"{value:,.1f} ms"
     if value >= 1:
-        return f"{value:.3f}"
-    return f"{value:.4f}"
+        return f"{value:.3f} ms"
+    return f"{value:.4f} ms"
 
 
 def _pct(share: float) -> str:
@@ -86,12 +87,12 @@ def _steps_block(report: Any) -> tuple[str, list[str]]:
     if run is not None and run.executions is not None and len(run.executions.per_step_ms) == len(wall):
         series["op time (ms)"] = run.executions.per_step_ms
     note = first_step_note(report)
-    text = [f"steps: {len(wall)} recorded ({steps.numbers[0]}..{steps.numbers[-1]}), wall ms per step:"]
+    text = [f"steps: {len(wall)} recorded ({steps.numbers[0]}..{steps.numbers[-1]}), wall time per step:"]
     text.append("  " + " ".join(_ms(value) for value in wall[:50]) + (" ..." if len(wall) > 50 else ""))
     if note:
         text.append("  " + note)
     if len(wall) < 2:
-        return tag("div", esc(f"1 step recorded: {_ms(wall[0])} ms wall time"), style=NOTE), text
+        return tag("div", esc(f"1 step recorded: {_ms(wall[0])} wall time"), style=NOTE), text
     marks = ((0, "init"),) if note else ()
     picture = line_chart(series, title="time per recorded step", x_label="step", y_label="ms", marks=marks)
     caption = tag("div", esc(note), style=NOTE) if note else ""
@@ -116,11 +117,17 @@ def _rank_totals(report: Any) -> dict[str, dict[int, float]]:
     return totals
 
 
+def _by_order(report: Any, totals: dict[str, dict[int, float]]) -> list:
+    if getattr(report, "order", "time") == "name":
+        return sorted(totals.items())
+    return sorted(totals.items(), key=lambda item: (-max(item[1].values()), item[0]))
+
+
 def html_profile(report: Any) -> str:
     """The whole report as one escaped HTML fragment."""
     parts = [tag("div", esc(f"Profile {report.path}"), style=STRONG)]
     steps = report.steps
-    summary = [f"{_ms(report.total_ms)} ms op time"]
+    summary = [f"{_ms(report.total_ms)} op time"]
     if steps is not None:
         summary.append(f"{len(steps.numbers)} step(s) recorded")
         if steps.mode:
@@ -144,7 +151,7 @@ def html_profile(report: Any) -> str:
     parts.append(tag("div", esc(head), style=STRONG))
     parts.append(
         _table(
-            ("op type", "occurrences", "total ms", "avg ms", "share"),
+            ("op type", "occurrences", "total", "average", "share"),
             [
                 (esc(row.op_type), esc(row.occurrences), esc(_ms(row.total_ms)), esc(_ms(row.avg_ms)), _bar(row.share))
                 for row in types
@@ -177,7 +184,7 @@ def html_profile(report: Any) -> str:
                 _bar(sum(row.share for row in rest)),
             )
         )
-    parts.append(_table(("op (full scope name)", "type", "count", "total ms", "avg ms", "share"), rows, left=2))
+    parts.append(_table(("op (full scope name)", "type", "count", "total", "average", "share"), rows, left=2))
     parts.append(_html_trace(report))
     if report.log:
         log = report.log[-_MAX_LOG:]
@@ -202,7 +209,7 @@ def _html_ranks(report: Any) -> str:
     ranks = [run.rank for run in report.runs[:_MAX_RANKS]]
     totals = _rank_totals(report)
     rows = []
-    for op_type, per_rank in sorted(totals.items(), key=lambda item: -max(item[1].values()))[:_MAX_TYPES]:
+    for op_type, per_rank in _by_order(report, totals)[:_MAX_TYPES]:
         slowest = max(per_rank, key=per_rank.get)
         cells = [esc(op_type)]
         for rank in ranks:
@@ -212,8 +219,8 @@ def _html_ranks(report: Any) -> str:
                 tag("span", text + " ◀ slowest", style=STRONG) if rank == slowest and len(per_rank) > 1 else text
             )
         rows.append(cells)
-    head = ["op type", *(f"rank {rank} ms" for rank in ranks)]
-    totals_row = " · ".join(f"rank {run.rank}: {_ms(run.total_ms)} ms" for run in report.runs[:_MAX_RANKS])
+    head = ["op type", *(f"rank {rank}" for rank in ranks)]
+    totals_row = " · ".join(f"rank {run.rank}: {_ms(run.total_ms)}" for run in report.runs[:_MAX_RANKS])
     more = f" (showing {_MAX_RANKS} of {len(report.runs)} ranks)" if len(report.runs) > _MAX_RANKS else ""
     return (
         tag("div", esc("Ranks (the slowest rank per op type is marked)" + more), style=STRONG)
@@ -226,7 +233,7 @@ def text_profile(report: Any) -> str:
     """The report as plain text (the same tables, for a terminal)."""
     lines = [f"Profile {report.path}"]
     steps = report.steps
-    summary = [f"{_ms(report.total_ms)} ms op time"]
+    summary = [f"{_ms(report.total_ms)} op time"]
     if steps is not None:
         summary.append(f"{len(steps.numbers)} step(s) recorded")
         if steps.mode:
@@ -240,23 +247,23 @@ def text_profile(report: Any) -> str:
     _, step_lines = _steps_block(report)
     lines.extend(step_lines)
     if len(report.runs) > 1:
-        lines.append("ranks: " + ", ".join(f"{run.rank}={_ms(run.total_ms)} ms" for run in report.runs[:_MAX_RANKS]))
-        for op_type, per_rank in sorted(_rank_totals(report).items(), key=lambda item: -max(item[1].values()))[:15]:
+        lines.append("ranks: " + ", ".join(f"{run.rank}={_ms(run.total_ms)}" for run in report.runs[:_MAX_RANKS]))
+        for op_type, per_rank in _by_order(report, _rank_totals(report))[:15]:
             slowest = max(per_rank, key=per_rank.get)
-            lines.append(f"  {op_type}: slowest rank {slowest} ({_ms(per_rank[slowest])} ms)")
+            lines.append(f"  {op_type}: slowest rank {slowest} ({_ms(per_rank[slowest])})")
     types, count = _types_rows(report)
     lines.append("")
-    lines.append(f"{'op type':<24} {'count':>8} {'total ms':>12} {'avg ms':>10} {'share':>7}")
+    lines.append(f"{'op type':<24} {'count':>8} {'total':>12} {'average':>12} {'share':>7}")
     for row in types:
         lines.append(
-            f"{row.op_type[:24]:<24} {row.occurrences:>8} {_ms(row.total_ms):>12} {_ms(row.avg_ms):>10} "
+            f"{row.op_type[:24]:<24} {row.occurrences:>8} {_ms(row.total_ms):>12} {_ms(row.avg_ms):>12} "
             f"{_pct(row.share):>7}"
         )
     if count > len(types):
         lines.append(f"(showing {len(types)} of {count} op types)")
     top, rest = _ops_rows(report)
     lines.append("")
-    lines.append(f"{'op (full scope name)':<60} {'count':>8} {'total ms':>12} {'share':>7}")
+    lines.append(f"{'op (full scope name)':<60} {'count':>8} {'total':>12} {'share':>7}")
     for row in top:
         lines.append(f"{row.full_name[:60]:<60} {row.occurrences:>8} {_ms(row.total_ms):>12} {_pct(row.share):>7}")
     if rest:
@@ -288,7 +295,7 @@ def html_comparison(comparison: Any, top: int) -> str:
         tag(
             "div",
             esc(
-                f"op time {_ms(comparison.before_ms)} ms -> {_ms(comparison.after_ms)} ms"
+                f"op time {_ms(comparison.before_ms)} -> {_ms(comparison.after_ms)}"
                 + (f" ({total:.2f}x)" if total else "")
             ),
         ),
@@ -300,7 +307,7 @@ def html_comparison(comparison: Any, top: int) -> str:
             for change in shown
         ]
         parts.append(tag("div", esc(title), style=STRONG))
-        parts.append(_table(("name", "before ms", "after ms", "speed-up"), rows))
+        parts.append(_table(("name", "before", "after", "speed-up"), rows))
         if len(changes) > len(shown):
             parts.append(tag("div", esc(f"showing {len(shown)} of {len(changes)}, biggest change first"), style=NOTE))
     return tag("div", "".join(parts), cls="msdebug-profile-compare")
@@ -311,11 +318,11 @@ def text_comparison(comparison: Any, top: int) -> str:
     lines = [
         f"before: {comparison.before}",
         f"after:  {comparison.after}",
-        f"op time {_ms(comparison.before_ms)} ms -> {_ms(comparison.after_ms)} ms",
+        f"op time {_ms(comparison.before_ms)} -> {_ms(comparison.after_ms)}",
     ]
     for title, changes in (("op types", comparison.op_types), ("ops", comparison.ops)):
         lines.append("")
-        lines.append(f"{title:<60} {'before ms':>12} {'after ms':>12} {'speed-up':>9}")
+        lines.append(f"{title:<60} {'before':>12} {'after':>12} {'speed-up':>9}")
         for change in changes[:top]:
             lines.append(
                 f"{change.name[:60]:<60} {_ms(change.before_ms):>12} {_ms(change.after_ms):>12} {_speedup(change):>9}"

@@ -23,6 +23,7 @@ PROFILE = Spec(
             Option("--top", "N", "single ops listed before the rest is folded (default 15)"),
             Option("--output", "DIR", "a new or empty directory for MindSpore's files"),
             Option("--verbose", help="let MindSpore's own output into the cell"),
+            Option("--order", "time|name", "table rows longest first (time) or by name", choices=("time", "name")),
         )
     ),
 )
@@ -93,7 +94,7 @@ class ProfileMagics(Magics):
 
         Usage::
 
-            %%msprofile [--steps START:STOP] [--timeline] [--top N] [--output DIR] [--verbose]
+            %%msprofile [--steps START:STOP] [--timeline] [--top N] [--output DIR] [--verbose] [--order time|name]
             for step in range(8):
                 train_step(x, y)
                 msdebug.step()          # marks steps; without it the whole cell is one step
@@ -103,6 +104,7 @@ class ProfileMagics(Magics):
         --top N         single ops listed before the rest is folded (default 15)
         --output DIR    a new or empty directory for MindSpore's files (default ./msprofile/<time>)
         --verbose       let MindSpore's own output (progress bar, log lines) into the cell
+        --order name    table rows by name instead of longest first
 
         The report is the cell's value (op types, top ops, time per step); a cell that fails
         or is interrupted shows what was recorded, marked partial, then the error.
@@ -120,6 +122,7 @@ class ProfileMagics(Magics):
             top=int(top),
             verbose=args.get("--verbose", False),
             busy=_busy,
+            order=args.get("--order", "time"),
         )
 
         def after(entered) -> str:
