@@ -33,27 +33,26 @@ PROFILE = Spec(
 def _busy(what: str) -> Iterator[None]:
     """A progress bar while MindSpore analyses: a widget in a notebook, a line in a terminal."""
     from IPython import get_ipython
-    from IPython.display import HTML, display
+    from IPython.display import display
 
     shell = get_ipython()
-    handle = box = None
+    box = None
     if getattr(shell, "kernel", None) is not None:
         try:
             import ipywidgets
 
             bar = ipywidgets.IntProgress(value=1, max=2, description="profile", bar_style="info")
             box = ipywidgets.HBox([bar, ipywidgets.Label(what)])
-            handle = display(box, display_id=True)
+            display(box)
         except ImportError:
             pass
-    if handle is None:
+    if box is None:
         print(f"%%msprofile: {what} ...", file=sys.stderr, flush=True)
     try:
         yield
     finally:
-        if handle is not None:
-            # Replace the bar by nothing: a saved notebook keeps no dead widget.
-            handle.update(HTML(""))
+        if box is not None:
+            # A closed widget's view disappears from the output area.
             box.close()
 
 
