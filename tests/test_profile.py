@@ -349,11 +349,17 @@ def test_profile_steps_with_model_train(tmp_path):
         model = Model(net, loss, nn.Momentum(net.trainable_params(), 0.01, 0.9))
         callback = msdebug.ProfileSteps(start=2, stop=4, output=tmp_path / "train")
         model.train(1, ds.GeneratorDataset(data, ["x", "y"]), callbacks=[callback], dataset_sink_mode=False)
+        epochs = msdebug.ProfileEpochs(start=2, stop=2, output=tmp_path / "epochs")
+        model.train(3, ds.GeneratorDataset(data, ["x", "y"]), callbacks=[epochs], dataset_sink_mode=False)
     report = callback.report
     assert report is not None and report.steps.numbers == (1, 2, 3)  # Model.train's steps 2..4
     types = {row.op_type for row in report.op_types()}
     assert "MatMul" in types and "ReLU" in types
     assert report.runs[0].executions.outside == 0
+    # Epoch 2 only: one window, the 5 steps of that epoch inside it.
+    by_epoch = epochs.report
+    assert by_epoch.steps.numbers == (1,)
+    assert {row.op_type: row.occurrences for row in by_epoch.op_types()}["ReLU"] == 5
 
 
 def test_dynamic_profiler_monitor_driven_by_an_edited_config(tmp_path):

@@ -617,18 +617,18 @@ def _json_array(text: io.TextIOBase, summary: TraceSummary) -> Iterator[object]:
 def _read_run(run: Path, rank: int, windows: Sequence[tuple[int, int]]) -> RankRun:
     result = RankRun(rank=rank, path=run)
     problems = result.problems
-    for pattern, reader, what, attribute in (
-        (_TYPE_CSV, read_op_types, "op types", "op_types"),
-        (_DETAIL_CSV, read_op_details, "ops", "ops"),
+    for pattern, reader, what, attribute, name in (
+        (_TYPE_CSV, read_op_types, "op types", "op_types", "cpu_op_type_info_<rank>.csv"),
+        (_DETAIL_CSV, read_op_details, "ops", "ops", "cpu_op_detail_info_<rank>.csv"),
     ):
         path = _framework_file(run, pattern)
         if path is None:
-            problems.append(f"{what}: no {pattern.pattern.strip('^$').replace(chr(92), '')} in {run.name}/FRAMEWORK.")
+            problems.append(f"{what}: no {name} in {run.name}/FRAMEWORK.")
             continue
         setattr(result, attribute, reader(path, problems))
     stamps = _framework_file(run, _TIMESTAMPS)
     if stamps is None:
-        problems.append(f"op executions: no cpu_op_execute_timestamp file in {run.name}/FRAMEWORK.")
+        problems.append(f"op executions: no cpu_op_execute_timestamp_<rank>.txt in {run.name}/FRAMEWORK.")
     else:
         result.executions = read_executions(stamps, windows, problems)
     # The tables are the profiler's own sums; when they are missing, the executions stand in.

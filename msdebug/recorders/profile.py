@@ -364,6 +364,7 @@ class Profile:
         self._mode = ""
         self._first_of_process = False
         self._interruptible = _Interruptible()
+        self._extra_notes: list[str] = []
 
     # ---- lifecycle
 
@@ -372,7 +373,7 @@ class Profile:
 
         self.output = _new_output(self._output_arg)
         if profiler.env_profiler_running():
-            self._notes_extra = ("MS_PROFILER_OPTIONS is profiling this whole process as well.",)
+            self._extra_notes.append("MS_PROFILER_OPTIONS is profiling this whole process as well.")
         self.note = profiler.device_note()
         self._first_of_process = bool(self.note)
         self._mode = profiler.execution_mode()
@@ -442,7 +443,7 @@ class Profile:
         }
         with open(self.output / STEPS_FILE, "x", encoding="utf-8") as handle:
             json.dump(marks, handle)
-        notes = list(getattr(self, "_notes_extra", ()))
+        notes = list(self._extra_notes)
         if partial:
             notes.insert(0, f"partial: the profiled code stopped early ({marks['error']}); showing what was recorded.")
         if self.range is not None and len(self._marks) < self.range[1] - self.range[0]:
@@ -542,15 +543,17 @@ class _RangeCallback:
             self.profile._marks.append((number - 1, self.profile._begin, time.time_ns()))
 
     def _close(self, kind, error) -> None:
-        self.profile._session.running and self.profile._stop()
+        if self.profile._session.running:
+            self.profile._stop()
         if self.profile in _active:
             _active.remove(self.profile)
         self.profile._finish(kind, error)
         self.report = self.profile.report
 
     def on_train_end(self, run_context) -> None:  # noqa: D102 - MindSpore's Callback protocol
+        # Training ended inside the range (fewer steps than asked): report what was recorded.
         if self._entered and self.report is None and self.profile._session is not None:
-            self._close(None, None) if self.profile._session.running or self.profile._marks else None
+            self._close(None, None)
 
 
 def _build(kind: str):
