@@ -609,3 +609,9 @@ def test_a_kernel_interrupt_during_a_profiled_cell(profiling_kernel):
     assert status == "ok", outputs
     html = next(out for out in outputs if out["type"] == "execute_result")["data"]["text/html"]
     assert "1 step(s) recorded" in html and "partial" not in html
+
+
+def test_magic_options_complete(profiling_kernel):
+    assert profiling_kernel.complete("%%msprofile --st") == (["--steps"], "--st")
+    found, fragment = profiling_kernel.complete("%%msprofile --order ")
+    assert (sorted(found), fragment) == (["name", "time"], "")
