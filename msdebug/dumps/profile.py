@@ -61,7 +61,7 @@ _DETAIL_CSV = re.compile(r"^cpu_op_detail_info_(\d+)\.csv$")
 _TIMESTAMPS = re.compile(r"^cpu_op_execute_timestamp_(\d+)\.txt$")
 _RANK_DIR = re.compile(r"^rank_?(\d+)(?:_|$)")
 _BLOCK = 1 << 22  # bytes per read of a timestamp or trace file
-_BATCH = 1 << 20  # bytes of triples parsed by numpy at once: a few times this in memory
+_BATCH = 1 << 21  # bytes of triples parsed by numpy at once: a few times this in memory
 _MAX_JSON = 1 << 20  # msdebug_steps.json is a few KB; anything bigger is not ours
 _MAX_DEPTH = 4  # rank_0/<run>_ascend_ms/FRAMEWORK sits three below a cluster copy's root
 
@@ -457,6 +457,23 @@ def _fold_digits(chars, begins, ends):
     width = int(widths.max(initial=0))
     if width > 19:  # ns since 1970 have 19 digits and fit int64 until 2262
         return None, None
+    if len(begins) and int(widths.min()) == width:
+        # Every field as wide as the others (start times): one gather per column, no masks.
+        grid = chars[begins[:, None] + np.arange(width)]
+        if not (grid != 46).all():
+            return _fold_ragged(chars, begins, ends, widths, width)
+        grid -= 48
+        value = np.zeros(len(begins), dtype=np.int64)
+        for column in grid.T:
+            value = value * 10 + column
+        return value, np.zeros(len(begins), dtype=np.int64)
+    return _fold_ragged(chars, begins, ends, widths, width)
+
+
+def _fold_ragged(chars, begins, ends, widths, width):
+    """:func:`_fold_digits` for fields of different widths, with an optional '.'."""
+    import numpy as np
+
     value = np.zeros(len(begins), dtype=np.int64)
     decimals = np.zeros(len(begins), dtype=np.int64)
     dots = np.zeros(len(begins), dtype=np.int64)
