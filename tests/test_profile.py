@@ -483,7 +483,10 @@ def test_timestamp_triples_parse_exactly():
 
     start, duration = _parse_triples(b"1795448225925894390,0.028564,0 17,12,3 5,1.5,0 ")
     assert start.tolist() == [1795448225925894390, 17, 5] and duration.tolist() == [0.028564, 12.0, 1.5]
-    for bad in (b"1,2,3 4,5", b"1,2.5.1,0", b"1,2e-5,0", b"1;2;3"):
+    # Starts of one width take the one-gather path; a '.' there is refused on it too.
+    start, duration = _parse_triples(b"1795448225925894390,0.5,0 1795448225925894391,1.25,7")
+    assert start.tolist() == [1795448225925894390, 1795448225925894391] and duration.tolist() == [0.5, 1.25]
+    for bad in (b"1,2,3 4,5", b"1,2.5.1,0", b"1,2e-5,0", b"1;2;3", b"17.5,1,0 18.5,2,0"):
         assert _parse_triples(bad) is None
 
 
