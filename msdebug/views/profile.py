@@ -31,6 +31,8 @@ _MAX_LOG = 4000  # characters of MindSpore's own output kept in the HTML
 _MAX_RANKS = 64
 _BAR = "display:inline-block;height:.8em;background:#4a90d9;vertical-align:middle"
 _TRACE_HELP = "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing"
+_NOWRAP = "white-space:nowrap"  # a time and its unit stay on one line
+_PATH = "word-break:break-all"  # long paths wrap inside the output area
 _PARTIAL = "background:#fdecea;border-left:4px solid #cf222e;padding:4px 8px;margin:4px 0"
 
 
@@ -64,9 +66,9 @@ def first_step_note(report: Any) -> str:
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
     """Cells must be escaped already; the first ``left`` columns align left."""
-    th = "".join(tag("th", esc(name), style=LEFT if index < left else "") for index, name in enumerate(head))
+    th = "".join(tag("th", esc(name), style=LEFT if index < left else _NOWRAP) for index, name in enumerate(head))
     body = "".join(
-        tag("tr", "".join(tag("td", cell, style=LEFT if index < left else "") for index, cell in enumerate(row)))
+        tag("tr", "".join(tag("td", cell, style=LEFT if index < left else _NOWRAP) for index, cell in enumerate(row)))
         for row in rows
     )
     return tag("table", tag("thead", tag("tr", th)) + tag("tbody", body))
@@ -125,7 +127,7 @@ def _by_order(report: Any, totals: dict[str, dict[int, float]]) -> list:
 
 def html_profile(report: Any) -> str:
     """The whole report as one escaped HTML fragment."""
-    parts = [tag("div", esc(f"Profile {report.path}"), style=STRONG)]
+    parts = [tag("div", esc(f"Profile {report.path}"), style=f"{STRONG};{_PATH}")]
     steps = report.steps
     summary = [f"{_ms(report.total_ms)} op time"]
     if steps is not None:
@@ -197,7 +199,7 @@ def html_profile(report: Any) -> str:
 
 def _html_trace(report: Any) -> str:
     if report.trace is not None:
-        return tag("div", esc(f"Chrome trace: {report.trace}; {_TRACE_HELP}."))
+        return tag("div", esc(f"Chrome trace: {report.trace}; {_TRACE_HELP}."), style=_PATH)
     if report.timeline:
         return tag("div", esc("no Chrome trace was written (see the notes)."), style=NOTE)
     return tag(
