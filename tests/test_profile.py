@@ -618,3 +618,33 @@ def test_magic_options_complete(profiling_kernel):
     assert profiling_kernel.complete("%%msprofile --st") == (["--steps"], "--st")
     found, fragment = profiling_kernel.complete("%%msprofile --order ")
     assert (sorted(found), fragment) == (["name", "time"], "")
+
+
+def test_dynamic_profile_as_a_model_train_callback(tmp_path):
+    done = run_python(
+        f"""
+        import time, numpy as np, msdebug
+        import mindspore as ms, mindspore.dataset as ds
+        from mindspore import nn
+        from mindspore.train import Model
+        ms.set_context(mode=ms.GRAPH_MODE)
+        dp = msdebug.dynamic_profile(cfg_path={str(tmp_path / "cfg")!r}, output_path={str(tmp_path / "out")!r},
+                                     poll_interval=1)
+        dp.edit(start_step=2, stop_step=3, activities=["CPU"])
+        time.sleep(2.5)
+        def data():
+            for _ in range(5):
+                yield np.ones((4, 8), np.float32), np.ones((4,), np.int32)
+        net = nn.Dense(8, 3)
+        model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                      nn.Momentum(net.trainable_params(), 0.01, 0.9))
+        model.train(1, ds.GeneratorDataset(data, ["x", "y"]), callbacks=[dp.callback], dataset_sink_mode=False)
+        report = dp.report()
+        print("runs:", [p.name for p in dp.runs()])
+        print("types:", sorted(r.op_type for r in report.op_types()))
+        """
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "runs: ['rank0_start2_stop3']" in done.stdout
+    assert "MatMul" in done.stdout and "ApplyMomentum" in done.stdout
+    assert "[Dynamic Profiler]" not in done.stdout
