@@ -648,3 +648,20 @@ def test_dynamic_profile_as_a_model_train_callback(tmp_path):
     assert "runs: ['rank0_start2_stop3']" in done.stdout
     assert "MatMul" in done.stdout and "ApplyMomentum" in done.stdout
     assert "[Dynamic Profiler]" not in done.stdout
+
+
+def test_the_older_profiler_api_is_used_where_profile_is_missing(tmp_path, monkeypatch):
+    # MindSpore before 2.5 has only mindspore.Profiler; 2.10 still has it (deprecated), so hiding
+    # mindspore.profiler.profile makes msdebug take that adapter for real.
+    import mindspore as ms
+    import mindspore.profiler
+
+    monkeypatch.delattr(mindspore.profiler, "profile")
+    x = ms.Tensor(np.ones((16, 32), np.float32))
+    net = _net()
+    with msdebug.profile(output=tmp_path / "legacy") as prof:
+        for _ in range(2):
+            net(x).asnumpy()
+            prof.step()
+    assert prof._session.api == "mindspore.Profiler"
+    assert {row.op_type: row.occurrences for row in prof.report.op_types()}["MatMul"] == 4
