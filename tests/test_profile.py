@@ -650,18 +650,24 @@ def test_dynamic_profile_as_a_model_train_callback(tmp_path):
     assert "[Dynamic Profiler]" not in done.stdout
 
 
-def test_the_older_profiler_api_is_used_where_profile_is_missing(tmp_path, monkeypatch):
+def test_the_older_profiler_api_is_used_where_profile_is_missing():
     # MindSpore before 2.5 has only mindspore.Profiler; 2.10 still has it (deprecated), so hiding
-    # mindspore.profiler.profile makes msdebug take that adapter for real.
-    import mindspore as ms
-    import mindspore.profiler
-
-    monkeypatch.delattr(mindspore.profiler, "profile")
-    x = ms.Tensor(np.ones((16, 32), np.float32))
-    net = _net()
-    with msdebug.profile(output=tmp_path / "legacy") as prof:
-        for _ in range(2):
-            net(x).asnumpy()
-            prof.step()
-    assert prof._session.api == "mindspore.Profiler"
-    assert {row.op_type: row.occurrences for row in prof.report.op_types()}["MatMul"] == 4
+    # mindspore.profiler.profile makes msdebug take that adapter for real. A fresh process: 2.10's
+    # wrapper records nothing after another profiler ran in the same process.
+    done = run_python(
+        """
+        import numpy as np, mindspore as ms, mindspore.profiler, msdebug
+        from mindspore import nn
+        del mindspore.profiler.profile
+        net = nn.Dense(8, 4)
+        x = ms.Tensor(np.ones((2, 8), np.float32))
+        with msdebug.profile(output="legacy") as prof:
+            for _ in range(2):
+                net(x).asnumpy()
+                prof.step()
+        print("api:", prof._session.api)
+        print("MatMul:", {row.op_type: row.occurrences for row in prof.report.op_types()}["MatMul"])
+        """
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "api: mindspore.Profiler" in done.stdout and "MatMul: 2" in done.stdout
