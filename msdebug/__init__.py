@@ -25,6 +25,8 @@ __all__ = [
     "capture_print",
     "context",
     "describe",
+    "dump_status",
+    "first_nonfinite",
     "get",
     "last_print",
     "load_ipython_extension",
@@ -129,7 +131,7 @@ def panel():
 
 
 def open_dump(path):
-    """An inline explorer of an RDR tree, a save_graphs directory or one ``.ir`` file."""
+    """An inline explorer of an RDR tree, a save_graphs directory, one ``.ir`` file or a data dump."""
     from .dumps.explorer import open_dump as _open_dump
 
     return _open_dump(path)
@@ -178,6 +180,21 @@ def dynamic_profile(
     from .recorders.profile import dynamic_profile as _dynamic
 
     return _dynamic(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval, verbose=verbose)
+
+
+def first_nonfinite(path, rank=None):
+    """The first NaN or Inf of a data dump in execution order: its op, kind, statistics and
+    source line (what ``msdebug dump PATH --nan`` prints)."""
+    from .dumps.nan import scan_dump
+
+    return scan_dump(path, rank=rank)
+
+
+def dump_status():
+    """The data dump of this process: what is configured, what MindSpore took, what it wrote."""
+    from .recorders.datadump import dump_status as _status
+
+    return _status()
 
 
 def __getattr__(name: str) -> Any:

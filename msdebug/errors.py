@@ -20,6 +20,8 @@ __all__ = [
     "MagicUsageError",
     "DumpError",
     "DumpFormatError",
+    "DumpConfigError",
+    "DumpTooLateError",
     "did_you_mean",
     "ProfileReadError",
     "ProfilerOptionsError",
@@ -69,6 +71,14 @@ class DumpError(MsDebugError, OSError):
 
 class DumpFormatError(MsDebugError, ValueError):
     """A dump file that is not what its name says: binary garbage, or cut short."""
+
+
+class DumpConfigError(InvalidValueError):
+    """A data-dump setting MindSpore would refuse or ignore (its rules, checked before it sees them)."""
+
+
+class DumpTooLateError(MsDebugError):
+    """A data dump asked for after the first graph compile; the message gives the first cell."""
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

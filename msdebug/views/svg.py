@@ -216,6 +216,7 @@ def line_chart(
             parts.append(
                 f'<line x1="{x}" y1="{_f(top + plot_h)}" x2="{x}" y2="{_f(top + plot_h + 5)}" stroke="{_BAD}"/>'
             )
+    free = [float(left)] * 3  # where each of three label rows is free again: close marks stack
     for index, label in list(marks)[:_MAX_BARS]:
         if not isinstance(index, _NUMBER) or not 0 <= index <= span_x:
             continue
@@ -224,7 +225,14 @@ def line_chart(
             f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{_f(top + plot_h)}" stroke="{_BAD}" stroke-dasharray="3 2">'
             f"<title>{_esc(label)}</title></line>"
         )
-        parts.append(_text(x + 3, top + 9, _clip(label, 24), size=10, fill=_BAD))
+        text = _clip(label, 24)
+        wide = 5.5 * len(text) + 6
+        anchor, start = ("start", x + 3) if x + wide <= width - right else ("end", x - 3)
+        low = start if anchor == "start" else start - wide
+        row = next((r for r in range(3) if free[r] <= low), None)
+        if row is not None:  # a label with no room left is still on the line's tooltip
+            free[row] = low + wide
+            parts.append(_text(start, top + 9 + 11 * row, text, size=10, anchor=anchor, fill=_BAD))
     if len(drawn) > 1 or len(names) > len(drawn):
         legend, x = [], width - right
         more = f"+{len(names) - len(drawn)} more" if len(names) > len(drawn) else ""
