@@ -1,8 +1,9 @@
 """The status-bar item in a real JupyterLab, driven through Debian's Chromium (see lab.py).
 
 JupyterLab runs with the labextension of the msdebug under test: the one built into the
-source tree (``pip install -e .`` builds it there), else the installed one (a wheel). With
-``MSDEBUG_SCREENSHOTS=DIR`` the screenshots also go to DIR (README's come from here).
+source tree (``pip install -e .`` builds it there), else the installed one (a wheel). The
+screenshots are test artifacts in the test's temporary directory; ``MSDEBUG_UPDATE_SCREENSHOTS=1``
+copies them to docs/screenshots/ (README shows them).
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ def labextension_env(scratch: Path) -> dict[str, str]:
 
 
 def keep(screenshot: Path) -> None:
-    target = os.environ.get("MSDEBUG_SCREENSHOTS")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        shutil.copy(screenshot, Path(target) / screenshot.name)
+    if os.environ.get("MSDEBUG_UPDATE_SCREENSHOTS") == "1":
+        docs = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+        docs.mkdir(parents=True, exist_ok=True)
+        shutil.copy(screenshot, docs / screenshot.name)
 
 
 @pytest.fixture
