@@ -1,6 +1,6 @@
 """The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table;
 ``msdebug print-file PATH`` decodes a print file; ``msdebug dump PATH`` summarises RDR trees and
-saved IR graphs in a terminal."""
+saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables."""
 
 from __future__ import annotations
 
@@ -145,6 +145,23 @@ def _dump(args: argparse.Namespace) -> int:
     return status
 
 
+def _profile(args: argparse.Namespace) -> int:
+    """The tables of a profiler output directory, or two compared."""
+    from .errors import MsDebugError
+    from .recorders.profile import compare_profiles, open_profile
+
+    try:
+        if args.compare:
+            order = "name" if args.order == "name" else "change"
+            print(repr(compare_profiles(args.path, args.compare, top=args.top, order=order)))
+        else:
+            print(repr(open_profile(args.path, top=args.top, order=args.order)))
+    except MsDebugError as error:
+        print(f"msdebug profile: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``msdebug`` command."""
     parser = argparse.ArgumentParser(prog="msdebug", description="See MindSpore's runtime context.")
@@ -176,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         help="data dumps: the first non-finite tensor; exit 1 when found, 0 when all finite",
     )
     dump.set_defaults(run=_dump)
+    prof = commands.add_parser("profile", help="op tables of a profiler output directory (rank_* inside too)")
+    prof.add_argument("path", help="the profiler's output directory, or a folder holding several")
+    prof.add_argument("--top", type=int, default=15, help="single ops listed before the rest is folded (default 15)")
+    prof.add_argument("--compare", metavar="OTHER", help="compare with this profile (PATH before, OTHER after)")
+    prof.add_argument("--order", choices=("time", "name"), default="time", help="rows longest first, or by name")
+    prof.set_defaults(run=_profile)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()

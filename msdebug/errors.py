@@ -31,6 +31,9 @@ __all__ = [
     "DumpTooLateError",
     "did_you_mean",
     "wrap_message",
+    "ProfileReadError",
+    "ProfilerOptionsError",
+    "ProfilerError",
 ]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -130,3 +133,15 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     pool = {c.lower(): c for c in candidates}
     close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
     return f" Did you mean {pool[close[0]]!r}?" if close else ""
+
+
+class ProfileReadError(DumpError):
+    """A path that holds no profiler output msdebug can read."""
+
+
+class ProfilerOptionsError(InvalidValueError):
+    """A profiler option, ``MS_PROFILER_OPTIONS`` field or ``profiler_config.json`` field is wrong."""
+
+
+class ProfilerError(MsDebugError):
+    """MindSpore's profiler refused to start or stop; the message says what it said."""

@@ -6,8 +6,8 @@ console shows no error. In tutorial 04 the explorer is clicked through: a kernel
 execution order opens its IR node, "show in its graph" opens that node in its graph, a click on
 a stage opens the stage's graph.
 
-Screenshots go to the test's temporary directory; with ``MSDEBUG_SCREENSHOTS=DIR`` also to
-``DIR`` (``docs/screenshots`` holds the ones README shows).
+Screenshots go to the test's temporary directory; with ``MSDEBUG_UPDATE_SCREENSHOTS=1`` also to
+``docs/screenshots`` (the ones README shows).
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def lab(tmp_path_factory):
 
 def _shots(tmp_path: Path) -> list[Path]:
     places = [tmp_path]
-    if os.environ.get("MSDEBUG_SCREENSHOTS"):
-        places.append(Path(os.environ["MSDEBUG_SCREENSHOTS"]))
+    if os.environ.get("MSDEBUG_UPDATE_SCREENSHOTS") == "1":
+        places.append(REPO / "docs" / "screenshots")
         places[-1].mkdir(parents=True, exist_ok=True)
     return places
 

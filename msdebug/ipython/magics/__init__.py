@@ -10,7 +10,8 @@ from .context import ContextMagics
 from .dumps import DumpMagics
 from .nan import NanMagics
 from .prints import PrintMagics
+from .profile import ProfileMagics
 
 __all__ = ["MAGICS"]
 
-MAGICS = (ContextMagics, PrintMagics, DumpMagics, NanMagics)
+MAGICS = (ContextMagics, PrintMagics, DumpMagics, NanMagics, ProfileMagics)
