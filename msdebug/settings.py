@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import signal
-import threading
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping
@@ -16,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import backend as _backend
+from . import interrupts
 from .errors import (
     DeviceLockedError,
     InvalidValueError,
@@ -424,6 +423,7 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
     return target, number
 
 
+@interrupts.protected
 def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeReport:
     """Validate every assignment, then apply them all or none.
 
@@ -456,10 +456,9 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
         if plan.device is not None:
             backend.set_device(*plan.device)
     except BaseException:
-        with _sigint_deferred():
-            for name, raw in reversed(undo):
-                with contextlib.suppress(Exception):
-                    backend.write_raw(name, raw)
+        for name, raw in reversed(undo):
+            with contextlib.suppress(Exception):
+                backend.write_raw(name, raw)
         raise
     target = plan.target
     changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))] if plan.device_named else []
@@ -475,22 +474,6 @@ def _copy(raw: Any) -> Any:
     return copy.deepcopy(raw) if isinstance(raw, dict) else raw
 
 
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Let a Ctrl-C that arrives while the context is being restored wait until it is done."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if received:
-            raise KeyboardInterrupt
-
-
 # --------------------------------------------------------------------------- snapshots
 
 
@@ -501,6 +484,7 @@ def snapshot() -> Snapshot:
     return Snapshot(values, backend.version, str(backend.device()), backend.launch_blocking())
 
 
+@interrupts.protected
 def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """Put back every key that differs from ``snap``; returns what changed.
 
@@ -511,21 +495,20 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """
     backend = _backend.get_backend()
     changes, failures = [], []
-    with _sigint_deferred():
-        for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER))):
-            raw = snap[name]
-            if name in _DEVICE_KEYS or not backend.readable(name):
-                continue
-            current = backend.read(name)
-            if current == raw:
-                continue
-            key = _key(name)
-            try:
-                backend.write_raw(name, _copy(raw))
-            except MsDebugError as error:
-                failures.append(str(error))
-                continue
-            changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
+    for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER))):
+        raw = snap[name]
+        if name in _DEVICE_KEYS or not backend.readable(name):
+            continue
+        current = backend.read(name)
+        if current == raw:
+            continue
+        key = _key(name)
+        try:
+            backend.write_raw(name, _copy(raw))
+        except MsDebugError as error:
+            failures.append(str(error))
+            continue
+        changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
     if changes:
         notify()
     notes = []
@@ -548,32 +531,71 @@ class Scope:
     problem: str = ""
 
 
-@contextlib.contextmanager
-def context(assignments: Mapping[str, Any] | None = None, /, **values: Any) -> Iterator[Scope]:
+class _Scoped:
+    """The context manager :func:`context` returns.
+
+    Every step that changes the context runs in :mod:`~msdebug.interrupts`-protected code,
+    and the SIGINT handler that defers interrupts stays installed from ``__enter__`` to the
+    end of ``__exit__``: an interrupt on the first line of ``__exit__`` waits for the restore.
+    """
+
+    def __init__(self, assignments: Mapping[str, Any]) -> None:
+        self.assignments = assignments
+        self.snap: Snapshot | None = None
+        self.scope: Scope | None = None
+
+    def __enter__(self) -> Scope:
+        interrupts.hold()
+        try:
+            self._open()  # an interrupt that waited inside is raised here, after it returned
+        except BaseException:
+            self._close()
+            raise
+        return self.scope
+
+    @interrupts.protected
+    def _open(self) -> None:
+        self.snap = snapshot()
+        self.scope = Scope(apply(self.assignments, scoped=True))
+
+    @interrupts.protected
+    def _close(self) -> None:
+        try:
+            if self.snap is not None:
+                restore(self.snap)
+        finally:
+            interrupts.let_go()
+
+    @interrupts.protected
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        scope = self.scope
+        try:
+            scope.restored = restore(self.snap)
+        except MsDebugError as error:
+            scope.problem = str(error)
+        else:
+            scope.problem = "; ".join(scope.restored.notes)
+        finally:
+            interrupts.let_go()
+        if scope.problem:
+            warnings.warn(f"msdebug: {scope.problem}", RuntimeWarning, stacklevel=3)
+        return False
+
+
+def context(assignments: Mapping[str, Any] | None = None, /, **values: Any) -> _Scoped:
     """Apply settings for a block; on exit every key is as it was before.
 
     Everything the block changed is put back too, also when it raises or is
-    interrupted. Keys that cannot be undone are refused up front (the device, memory
-    limits) or reported afterwards with a warning (``launch_blocking()``).
+    interrupted (any number of times, at any moment). Keys that cannot be undone are
+    refused up front (the device, memory limits) or reported afterwards with a warning
+    (``launch_blocking()``).
 
     Examples
     --------
     >>> with msdebug.context(mode="pynative", pynative_synchronize=True):
     ...     net(x)
     """
-    snap = snapshot()
-    scope = Scope(apply({**(assignments or {}), **values}, scoped=True))
-    try:
-        yield scope
-    finally:
-        try:
-            scope.restored = restore(snap)
-        except MsDebugError as error:
-            scope.problem = str(error)
-        else:
-            scope.problem = "; ".join(scope.restored.notes)
-        if scope.problem:
-            warnings.warn(f"msdebug: {scope.problem}", RuntimeWarning, stacklevel=3)
+    return _Scoped({**(assignments or {}), **values})
 
 
 _baseline: Snapshot | None = None
@@ -668,4 +690,6 @@ def notify() -> None:
         except Exception as error:  # noqa: BLE001 - a broken listener must not break apply()
             with contextlib.suppress(ValueError):
                 _listeners.remove(ref)
-            warnings.warn(f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=2
+            )
