@@ -36,7 +36,7 @@ def main() -> dict:
 
     import msdebug
     from msdebug import backend, settings
-    from msdebug.extension import refresh_after_cell
+    from msdebug.ipython.hooks import refresh_after_cell
 
     ms.log._get_logger().setLevel(logging.ERROR)  # set_context's deprecation lines are not the point here
     live = backend.get_backend()
@@ -90,10 +90,16 @@ def main() -> dict:
         "widgets": widgets,
     }
     print(f"panel.refresh()              {result['refresh_us']:8.1f} µs")
-    print(f"  settings.state()           {result['state_us']:8.1f} µs   refresh/state = {result['refresh_over_state']:.2f}")
-    print(f"  get_context of {len(readable)} keys     {result['get_context_all_us']:8.1f} µs   "
-          f"refresh/get_context = {result['refresh_over_get_context_all']:.2f}")
-    print(f"post_run_cell, no panel      {result['idle_hook_us']:8.3f} µs   (empty call {result['empty_call_us']:.3f} µs)")
+    print(
+        f"  settings.state()           {result['state_us']:8.1f} µs   refresh/state = {result['refresh_over_state']:.2f}"
+    )
+    print(
+        f"  get_context of {len(readable)} keys     {result['get_context_all_us']:8.1f} µs   "
+        f"refresh/get_context = {result['refresh_over_get_context_all']:.2f}"
+    )
+    print(
+        f"post_run_cell, no panel      {result['idle_hook_us']:8.3f} µs   (empty call {result['empty_call_us']:.3f} µs)"
+    )
     print(f"post_run_cell, one panel     {result['hook_with_panel_us']:8.1f} µs")
     print(
         f"msdebug.set(mode=...)        {result['set_mode_us']:8.1f} µs   with one panel: "

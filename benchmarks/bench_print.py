@@ -109,8 +109,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     total = args.mb * 1024 * 1024 // CHUNK * CHUNK
-    cases = {"dup2 to a file (baseline)": baseline, "print_file_path": print_file,
-             "capture(file=...)": capture_to_file, "capture (inline)": capture_inline}
+    cases = {
+        "dup2 to a file (baseline)": baseline,
+        "print_file_path": print_file,
+        "capture(file=...)": capture_to_file,
+        "capture (inline)": capture_inline,
+    }
     times: dict[str, list[float]] = {name: [] for name in cases}
     with tempfile.TemporaryDirectory() as scratch:
         for round_ in range(args.repeat):
@@ -124,12 +128,17 @@ def main() -> None:
     result = {}
     for name, samples in times.items():
         median = statistics.median(samples)
-        result[name] = {"seconds": round(median, 4), "MB/s": round(total / median / 1e6, 1),
-                        "throughput_vs_baseline": round(base / median, 2)}
+        result[name] = {
+            "seconds": round(median, 4),
+            "MB/s": round(total / median / 1e6, 1),
+            "throughput_vs_baseline": round(base / median, 2),
+        }
         print(f"{name:28s} {median * 1000:8.1f} ms  {total / median / 1e6:8.1f} MB/s  {base / median:5.2f}x baseline")
     plain, captured = (statistics.median(_prints(20000, c) for _ in range(args.repeat)) for c in (False, True))
-    print(f"{'20000 print() lines':28s} {captured * 1000:8.1f} ms captured vs {plain * 1000:.1f} ms to /dev/null "
-          f"({plain / captured:.2f}x)")
+    print(
+        f"{'20000 print() lines':28s} {captured * 1000:8.1f} ms captured vs {plain * 1000:.1f} ms to /dev/null "
+        f"({plain / captured:.2f}x)"
+    )
     result["print_lines"] = {"captured_s": round(captured, 4), "devnull_s": round(plain, 4)}
     print(json.dumps({"bench": "print", "mb": args.mb, **result}))
 

@@ -93,9 +93,7 @@ def main() -> list[dict]:
 
     dispatch = _best(lambda: ip.run_line_magic("bench_noop", "mode=graph"), args.number)
     ctx, params = _context(), dict(ms_ctx_param.__members__)
-    rows = [
-        _measure(ip, ctx, params, key, values, typed, args.number, dispatch) for key, values, typed in CASES
-    ]
+    rows = [_measure(ip, ctx, params, key, values, typed, args.number, dispatch) for key, values, typed in CASES]
     scoped_empty = _best(lambda: ip.run_cell("pass", store_history=False), 300)
     scoped = _best(lambda: ip.run_cell("%%mscontext mode=graph\npass", store_history=False), 300)
     ip.run_line_magic("mscontext", "mode=pynative")
@@ -110,7 +108,9 @@ def main() -> list[dict]:
             f"   {row['ratio']:5.2f}x {row['ratio_msdebug_own']:19.2f}x"
         )
     print("goal: under 1.5x a bare set_context, excluding MindSpore's own work")
-    print(f"%%mscontext cell (snapshot, apply, restore) {scoped * 1e6:.0f}us vs an empty cell {scoped_empty * 1e6:.0f}us")
+    print(
+        f"%%mscontext cell (snapshot, apply, restore) {scoped * 1e6:.0f}us vs an empty cell {scoped_empty * 1e6:.0f}us"
+    )
     print(json.dumps({"rows": rows, "scoped_cell_us": scoped * 1e6, "empty_cell_us": scoped_empty * 1e6}))
     return rows
 

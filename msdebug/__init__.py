@@ -101,7 +101,7 @@ def read_print_file(path, format: str = "auto"):  # noqa: A002 - mirrors the doc
 
 def last_print():
     """The output the last captured cell printed (``%%msprint`` or ``%msprint on``), or None."""
-    from .extension import active
+    from .ipython.prefs import active
 
     prefs = active()
     return prefs.prints.last if prefs is not None else None
@@ -115,7 +115,7 @@ def panel():
     WidgetsMissingError
         When ipywidgets is not installed; the message says how to install it.
     """
-    from .widgets import panel as _panel
+    from .ipython.panel import panel as _panel
 
     return _panel()
 
@@ -130,7 +130,7 @@ def open_dump(path):
 def __getattr__(name: str) -> Any:
     # EnvConfig is a class: imported on first use, like the functions above.
     if name == "EnvConfig":
-        from .envconfig import EnvConfig
+        from .recorders.envconfig import EnvConfig
 
         return EnvConfig
     raise AttributeError(f"module 'msdebug' has no attribute {name!r}")
@@ -138,13 +138,13 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext msdebug``: registers %mscontext; does not import MindSpore."""
-    from .extension import load
+    from .ipython.extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
     """``%unload_ext msdebug``: undoes everything loading did."""
-    from .extension import unload
+    from .ipython.extension import unload
 
     unload(ipython)

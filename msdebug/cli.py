@@ -21,8 +21,7 @@ def environment_lines() -> list[str]:
     lines.append(f"numpy {numpy or 'not installed'}")
     if numpy and int(numpy.split(".")[0]) >= 2:
         lines.append(
-            "  warning: with numpy 2 the first PyNative operator of every MindSpore process fails; "
-            'install "numpy<2"'
+            '  warning: with numpy 2 the first PyNative operator of every MindSpore process fails; install "numpy<2"'
         )
     mindspore = backend.installed_version()
     lines.append(f"MindSpore {mindspore}" if mindspore else f"MindSpore not installed; {backend.INSTALL_HINT}")

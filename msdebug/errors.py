@@ -5,6 +5,9 @@ The magic layer turns every :class:`MsDebugError` into IPython's own ``UsageErro
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "MsDebugError",
     "UnknownKeyError",
@@ -14,6 +17,10 @@ __all__ = [
     "MindSporeMissingError",
     "MindSporeRefusedError",
     "WidgetsMissingError",
+    "MagicUsageError",
+    "DumpError",
+    "DumpFormatError",
+    "did_you_mean",
 ]
 
 
@@ -47,3 +54,22 @@ class MindSporeRefusedError(MsDebugError):
 
 class WidgetsMissingError(MsDebugError, ImportError):
     """ipywidgets, which the settings panel needs, is not installed."""
+
+
+class MagicUsageError(MsDebugError, ValueError):
+    """A magic's line that does not follow the magic's declared grammar."""
+
+
+class DumpError(MsDebugError, OSError):
+    """A dump path that does not exist, cannot be read, or holds no dump msdebug knows."""
+
+
+class DumpFormatError(MsDebugError, ValueError):
+    """A dump file that is not what its name says: binary garbage, or cut short."""
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """Return ``" Did you mean 'x'?"`` for the closest candidate, or ``""``."""
+    pool = {c.lower(): c for c in candidates}
+    close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
+    return f" Did you mean {pool[close[0]]!r}?" if close else ""

@@ -7,7 +7,6 @@ Parsing, validation, help, completion and the context table are all derived from
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import json
 import os
@@ -16,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidValueError, UnknownKeyError
+from .errors import InvalidValueError, UnknownKeyError, did_you_mean
 
 __all__ = [
     "ALL_DEVICES",
@@ -65,13 +64,6 @@ class _Unread:
 
 
 UNREAD = _Unread()
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """Return ``" Did you mean 'x'?"`` for the closest candidate, or ``""``."""
-    pool = {c.lower(): c for c in candidates}
-    close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
-    return f" Did you mean {pool[close[0]]!r}?" if close else ""
 
 
 @functools.lru_cache(maxsize=64)
@@ -646,201 +638,474 @@ def _entries() -> list[ContextKey]:
     K = ContextKey
     keys = [
         # ---------------------------------------------------------------- execution
-        K("mode", _MODE, 1, "execution",
-          "PYNATIVE_MODE runs operators one by one, as Python executes them; GRAPH_MODE compiles "
-          "the whole network into a graph first and then runs it. Both modes can be switched at any time.",
-          default_note="since MindSpore 2.0; GRAPH_MODE in 1.3 to 1.10",
-          documented_in=_R12 + _R0),
-        K("pynative_synchronize", Flag(), False, "execution",
-          "Run PyNative operators synchronously, so an error is raised at the line that caused it "
-          "instead of at a later sync point such as .asnumpy(). Slower.",
-          deprecated_in="2.5", replacement="mindspore.runtime.launch_blocking()",
-          notes="launch_blocking() is one-way for the rest of the process; msdebug keeps using the "
-                "reversible set_context(pynative_synchronize=...), and shows sync as on while either is set.",
-          documented_in=_R12),
-        K("jit_config", Table(_JIT_KINDS, example="{'jit_level': 'O1'}"), {}, "execution",
-          "Global compile options for graphs: jit_level (O0 no fusion, O1 operator fusion, O2 "
-          "whole-graph sink) and infer_boost.",
-          deprecated_in="≤2.7", replacement="mindspore.jit(jit_level=...)"),
-        K("jit_syntax_level", Choice((
-            Option(0, "STRICT", aliases=("strict",), typed="strict"),
-            Option(1, "COMPATIBLE", aliases=("compatible",), typed="compatible"),
-            Option(2, "LAX", aliases=("lax",), typed="lax"),
-          )), 2, "execution",
-          "How much Python syntax graph compilation accepts: STRICT only the static-graph subset, "
-          "LAX also runs unsupported Python through the interpreter (JIT Fallback).",
-          deprecated_in="≤2.7", replacement="mindspore.jit(fullgraph=True) for STRICT"),
-        K("exec_order", Choice((Option("bfs", typed="bfs"), Option("dfs", typed="dfs"))), "bfs", "execution",
-          "The order in which a compiled graph's operators are scheduled: breadth-first or depth-first.",
-          platforms=ASCEND, deprecated_in="≤2.7", replacement="the matching option of mindspore.jit"),
-        K("debug_level", Choice((
-            Option(0, "RELEASE", aliases=("release",), typed="release"),
-            Option(1, "DEBUG", aliases=("debug",), typed="debug"),
-          )), 0, "execution",
-          "DEBUG keeps more information during graph compilation for error reports.",
-          deprecated_in="≤2.7"),
-        K("max_call_depth", Integer(1), 1000, "execution",
-          "The deepest nesting of function calls a graph may have; raise it (and the system stack) for "
-          "deeply recursive networks.",
-          deprecated_in="2.5", replacement="mindspore.set_recursion_limit()", documented_in=_R12),
-        K("check_bprop", Flag(), False, "execution",
-          "Check that custom back-propagation functions return gradients of the same shape and dtype "
-          "as their inputs.",
-          deprecated_in="≤2.7", documented_in=_R12),
-        K("support_binary", Flag(), False, "execution",
-          "Allow graph mode to compile networks shipped as .pyc or .so without source.",
-          deprecated_in="≤2.7", replacement="the environment variable MS_SUPPORT_BINARY"),
-        K("enable_graph_kernel", Flag(), False, "execution",
-          "Fuse operators into bigger kernels (graph kernel fusion) to speed up networks.",
-          platforms=GPU_ASCEND, deprecated_in="≤2.7", replacement="jit_config={'jit_level': 'O1'}",
-          documented_in=_R12 + _R0),
-        K("graph_kernel_flags", Text(), "", "execution",
-          "Expert options for graph kernel fusion, such as '--opt_level=2 --dump_as_text'.",
-          platforms=GPU_ASCEND, deprecated_in="≤2.7",
-          replacement="the environment variable MS_DEV_GRAPH_KERNEL_FLAGS", documented_in=_R12),
-        K("disable_format_transform", Flag(), False, "execution",
-          "Turn off the automatic NCHW to NHWC layout conversion.",
-          platforms=GPU, device_filtered=True, deprecated_in="≤2.7",
-          replacement="the matching option of mindspore.jit"),
-        K("enable_reduce_precision", Flag(), True, "execution",
-          "Let operators fall back to a lower precision when the requested one is not supported.",
-          platforms=ASCEND, device_filtered=True, deprecated_in="≤2.7", documented_in=_R12 + _R0),
+        K(
+            "mode",
+            _MODE,
+            1,
+            "execution",
+            "PYNATIVE_MODE runs operators one by one, as Python executes them; GRAPH_MODE compiles "
+            "the whole network into a graph first and then runs it. Both modes can be switched at any time.",
+            default_note="since MindSpore 2.0; GRAPH_MODE in 1.3 to 1.10",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "pynative_synchronize",
+            Flag(),
+            False,
+            "execution",
+            "Run PyNative operators synchronously, so an error is raised at the line that caused it "
+            "instead of at a later sync point such as .asnumpy(). Slower.",
+            deprecated_in="2.5",
+            replacement="mindspore.runtime.launch_blocking()",
+            notes="launch_blocking() is one-way for the rest of the process; msdebug keeps using the "
+            "reversible set_context(pynative_synchronize=...), and shows sync as on while either is set.",
+            documented_in=_R12,
+        ),
+        K(
+            "jit_config",
+            Table(_JIT_KINDS, example="{'jit_level': 'O1'}"),
+            {},
+            "execution",
+            "Global compile options for graphs: jit_level (O0 no fusion, O1 operator fusion, O2 "
+            "whole-graph sink) and infer_boost.",
+            deprecated_in="≤2.7",
+            replacement="mindspore.jit(jit_level=...)",
+        ),
+        K(
+            "jit_syntax_level",
+            Choice(
+                (
+                    Option(0, "STRICT", aliases=("strict",), typed="strict"),
+                    Option(1, "COMPATIBLE", aliases=("compatible",), typed="compatible"),
+                    Option(2, "LAX", aliases=("lax",), typed="lax"),
+                )
+            ),
+            2,
+            "execution",
+            "How much Python syntax graph compilation accepts: STRICT only the static-graph subset, "
+            "LAX also runs unsupported Python through the interpreter (JIT Fallback).",
+            deprecated_in="≤2.7",
+            replacement="mindspore.jit(fullgraph=True) for STRICT",
+        ),
+        K(
+            "exec_order",
+            Choice((Option("bfs", typed="bfs"), Option("dfs", typed="dfs"))),
+            "bfs",
+            "execution",
+            "The order in which a compiled graph's operators are scheduled: breadth-first or depth-first.",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            replacement="the matching option of mindspore.jit",
+        ),
+        K(
+            "debug_level",
+            Choice(
+                (
+                    Option(0, "RELEASE", aliases=("release",), typed="release"),
+                    Option(1, "DEBUG", aliases=("debug",), typed="debug"),
+                )
+            ),
+            0,
+            "execution",
+            "DEBUG keeps more information during graph compilation for error reports.",
+            deprecated_in="≤2.7",
+        ),
+        K(
+            "max_call_depth",
+            Integer(1),
+            1000,
+            "execution",
+            "The deepest nesting of function calls a graph may have; raise it (and the system stack) for "
+            "deeply recursive networks.",
+            deprecated_in="2.5",
+            replacement="mindspore.set_recursion_limit()",
+            documented_in=_R12,
+        ),
+        K(
+            "check_bprop",
+            Flag(),
+            False,
+            "execution",
+            "Check that custom back-propagation functions return gradients of the same shape and dtype "
+            "as their inputs.",
+            deprecated_in="≤2.7",
+            documented_in=_R12,
+        ),
+        K(
+            "support_binary",
+            Flag(),
+            False,
+            "execution",
+            "Allow graph mode to compile networks shipped as .pyc or .so without source.",
+            deprecated_in="≤2.7",
+            replacement="the environment variable MS_SUPPORT_BINARY",
+        ),
+        K(
+            "enable_graph_kernel",
+            Flag(),
+            False,
+            "execution",
+            "Fuse operators into bigger kernels (graph kernel fusion) to speed up networks.",
+            platforms=GPU_ASCEND,
+            deprecated_in="≤2.7",
+            replacement="jit_config={'jit_level': 'O1'}",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "graph_kernel_flags",
+            Text(),
+            "",
+            "execution",
+            "Expert options for graph kernel fusion, such as '--opt_level=2 --dump_as_text'.",
+            platforms=GPU_ASCEND,
+            deprecated_in="≤2.7",
+            replacement="the environment variable MS_DEV_GRAPH_KERNEL_FLAGS",
+            documented_in=_R12,
+        ),
+        K(
+            "disable_format_transform",
+            Flag(),
+            False,
+            "execution",
+            "Turn off the automatic NCHW to NHWC layout conversion.",
+            platforms=GPU,
+            device_filtered=True,
+            deprecated_in="≤2.7",
+            replacement="the matching option of mindspore.jit",
+        ),
+        K(
+            "enable_reduce_precision",
+            Flag(),
+            True,
+            "execution",
+            "Let operators fall back to a lower precision when the requested one is not supported.",
+            platforms=ASCEND,
+            device_filtered=True,
+            deprecated_in="≤2.7",
+            documented_in=_R12 + _R0,
+        ),
         # ---------------------------------------------------------------- device
-        K("device_target", _TARGET, None, "device",
-          "The device that runs operators. It can change only before the first operator runs, and "
-          "only to a device this MindSpore build supports.",
-          deprecated_in="2.5", replacement="mindspore.set_device(target)",
-          default_note="the device of the installed build (CPU for the CPU wheel)",
-          notes="msdebug sets it with mindspore.set_device(), which MindSpore allows only once per process.",
-          documented_in=_R12 + _R0),
-        K("device_id", Integer(0, 4095), 0, "device",
-          "Which physical device of that type to use. Has no effect on CPU.",
-          deprecated_in="2.5", replacement="mindspore.set_device(target, device_id)",
-          freezes_on_read=True, default_note="0, or the DEVICE_ID environment variable",
-          notes="Reading it with get_context('device_id') stops it from ever changing again, so msdebug "
-                "shows the value from mindspore.get_current_device() instead.",
-          documented_in=_R12 + _R0),
-        K("deterministic", _ON_OFF, "OFF", "device",
-          "Make operators give bit-identical results from run to run (sets HCCL_DETERMINISTIC and "
-          "TE_PARALLEL_COMPILER). Slower.",
-          platforms=ASCEND, deprecated_in="2.5", replacement="mindspore.set_deterministic(True)"),
+        K(
+            "device_target",
+            _TARGET,
+            None,
+            "device",
+            "The device that runs operators. It can change only before the first operator runs, and "
+            "only to a device this MindSpore build supports.",
+            deprecated_in="2.5",
+            replacement="mindspore.set_device(target)",
+            default_note="the device of the installed build (CPU for the CPU wheel)",
+            notes="msdebug sets it with mindspore.set_device(), which MindSpore allows only once per process.",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "device_id",
+            Integer(0, 4095),
+            0,
+            "device",
+            "Which physical device of that type to use. Has no effect on CPU.",
+            deprecated_in="2.5",
+            replacement="mindspore.set_device(target, device_id)",
+            freezes_on_read=True,
+            default_note="0, or the DEVICE_ID environment variable",
+            notes="Reading it with get_context('device_id') stops it from ever changing again, so msdebug "
+            "shows the value from mindspore.get_current_device() instead.",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "deterministic",
+            _ON_OFF,
+            "OFF",
+            "device",
+            "Make operators give bit-identical results from run to run (sets HCCL_DETERMINISTIC and "
+            "TE_PARALLEL_COMPILER). Slower.",
+            platforms=ASCEND,
+            deprecated_in="2.5",
+            replacement="mindspore.set_deterministic(True)",
+        ),
         # ---------------------------------------------------------------- debugging
-        K("save_graphs", Choice((
-            Option(0, aliases=("false", "off", False), typed="0"),
-            Option(1, typed="1"),
-            Option(2, aliases=("true", "on", True), typed="2"),
-            Option(3, typed="3"),
-          )), 0, "debug",
-          "Save the intermediate representation of every compile stage: 1 basic .ir files, 2 adds "
-          "backend passes, 3 adds .dot graphs. True means 2.",
-          deprecated_in="2.5", replacement="the environment variable MS_DEV_SAVE_GRAPHS",
-          documented_in=_R12 + _R0),
-        K("save_graphs_path", Text(path=True, empty_ok=False, example="./graphs"), ".", "debug",
-          "Where save_graphs writes; created with mode 0700 if missing.",
-          deprecated_in="2.5", replacement="the environment variable MS_DEV_SAVE_GRAPHS_PATH",
-          documented_in=_R12 + _R0),
-        K("print_file_path", Text(path=True, clearable=True, example="print.txt"), "", "debug",
-          "Send the Print operator's output to this file instead of the screen; an existing file "
-          "gets a .<unix time> suffix. On Ascend MindSpore writes its binary format; on CPU and GPU, "
-          "where MindSpore ignores the key, msdebug writes the printed text. '' prints to the screen.",
-          deprecated_in="≤2.7",
-          notes="Read either kind back with msdebug.read_print_file(path).", documented_in=_R12),
-        K("env_config_path", Text(path=True), "", "debug",
-          "A JSON file with debugging options: rdr.enable / rdr.mode / rdr.path for the Running Data "
-          "Recorder and sys.mem_reuse.",
-          deprecated_in="≤2.7",
-          notes="RDR exists only up to MindSpore 2.7.0; later versions read only sys.mem_reuse.",
-          documented_in=_R12),
-        K("reserve_class_name_in_scope", Flag(), True, "debug",
-          "Keep network class names in operator scopes (Default/net-Net1/net-Net2 rather than "
-          "Default/net/net).",
-          deprecated_in="≤2.7", documented_in=_R12 + _R0),
-        K("enable_profiling", Flag(), False, "debug",
-          "Collect Ascend profiling data (old API).",
-          platforms=ASCEND, deprecated_in="≤2.7", replacement="mindspore.profiler.profile",
-          documented_in=_R12 + _R0),
-        K("profiling_options", Text(), "training_trace", "debug",
-          "What the old Ascend profiler collects, e.g. training_trace or task_trace.",
-          platforms=ASCEND, deprecated_in="≤2.7", replacement="mindspore.profiler.profile",
-          documented_in=_R12 + _R0),
+        K(
+            "save_graphs",
+            Choice(
+                (
+                    Option(0, aliases=("false", "off", False), typed="0"),
+                    Option(1, typed="1"),
+                    Option(2, aliases=("true", "on", True), typed="2"),
+                    Option(3, typed="3"),
+                )
+            ),
+            0,
+            "debug",
+            "Save the intermediate representation of every compile stage: 1 basic .ir files, 2 adds "
+            "backend passes, 3 adds .dot graphs. True means 2.",
+            deprecated_in="2.5",
+            replacement="the environment variable MS_DEV_SAVE_GRAPHS",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "save_graphs_path",
+            Text(path=True, empty_ok=False, example="./graphs"),
+            ".",
+            "debug",
+            "Where save_graphs writes; created with mode 0700 if missing.",
+            deprecated_in="2.5",
+            replacement="the environment variable MS_DEV_SAVE_GRAPHS_PATH",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "print_file_path",
+            Text(path=True, clearable=True, example="print.txt"),
+            "",
+            "debug",
+            "Send the Print operator's output to this file instead of the screen; an existing file "
+            "gets a .<unix time> suffix. On Ascend MindSpore writes its binary format; on CPU and GPU, "
+            "where MindSpore ignores the key, msdebug writes the printed text. '' prints to the screen.",
+            deprecated_in="≤2.7",
+            notes="Read either kind back with msdebug.read_print_file(path).",
+            documented_in=_R12,
+        ),
+        K(
+            "env_config_path",
+            Text(path=True),
+            "",
+            "debug",
+            "A JSON file with debugging options: rdr.enable / rdr.mode / rdr.path for the Running Data "
+            "Recorder and sys.mem_reuse.",
+            deprecated_in="≤2.7",
+            notes="RDR exists only up to MindSpore 2.7.0; later versions read only sys.mem_reuse.",
+            documented_in=_R12,
+        ),
+        K(
+            "reserve_class_name_in_scope",
+            Flag(),
+            True,
+            "debug",
+            "Keep network class names in operator scopes (Default/net-Net1/net-Net2 rather than Default/net/net).",
+            deprecated_in="≤2.7",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "enable_profiling",
+            Flag(),
+            False,
+            "debug",
+            "Collect Ascend profiling data (old API).",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            replacement="mindspore.profiler.profile",
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "profiling_options",
+            Text(),
+            "training_trace",
+            "debug",
+            "What the old Ascend profiler collects, e.g. training_trace or task_trace.",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            replacement="mindspore.profiler.profile",
+            documented_in=_R12 + _R0,
+        ),
         # ---------------------------------------------------------------- memory
-        K("max_device_memory", Size(), "1024GB", "memory",
-          "The most device memory MindSpore may use.",
-          platforms=GPU_ASCEND, device_filtered=True, deprecated_in="2.5",
-          replacement="mindspore.runtime.set_memory(max_size=...)", freezes_on_read=True),
-        K("mempool_block_size", Size(minimum=1), "1GB", "memory",
-          "The block size of the device memory pool.",
-          platforms=GPU_ASCEND, device_filtered=True, deprecated_in="2.5",
-          replacement="mindspore.runtime.set_memory(increase_size=...)", freezes_on_read=True),
-        K("variable_memory_max_size", Size(maximum=31), "0GB", "memory",
-          "The most device memory for variables (old Ascend option).",
-          platforms=ASCEND, device_filtered=True, deprecated_in="2.5",
-          replacement="mindspore.runtime.set_memory()", freezes_on_read=True, documented_in=_R12 + _R0),
-        K("memory_optimize_level", Choice((
-            Option("O0", raw=0, typed="O0"), Option("O1", raw=1, typed="O1"),
-          )), "O0", "memory",
-          "O1 reuses memory more aggressively to fit bigger networks.",
-          deprecated_in="2.5", replacement="mindspore.runtime.set_memory(optimize_level=...)"),
-        K("memory_offload", Choice((
-            Option("ON", raw=True, aliases=("on", "true", True), typed="ON"),
-            Option("OFF", raw=False, aliases=("off", "false", False), typed="OFF"),
-          )), "OFF", "memory",
-          "Offload memory to the host when the device runs out.",
-          platforms=GPU_ASCEND, deprecated_in="≤2.7", removed_in="2.8",
-          replacement="the device argument of mindspore.Parameter"),
+        K(
+            "max_device_memory",
+            Size(),
+            "1024GB",
+            "memory",
+            "The most device memory MindSpore may use.",
+            platforms=GPU_ASCEND,
+            device_filtered=True,
+            deprecated_in="2.5",
+            replacement="mindspore.runtime.set_memory(max_size=...)",
+            freezes_on_read=True,
+        ),
+        K(
+            "mempool_block_size",
+            Size(minimum=1),
+            "1GB",
+            "memory",
+            "The block size of the device memory pool.",
+            platforms=GPU_ASCEND,
+            device_filtered=True,
+            deprecated_in="2.5",
+            replacement="mindspore.runtime.set_memory(increase_size=...)",
+            freezes_on_read=True,
+        ),
+        K(
+            "variable_memory_max_size",
+            Size(maximum=31),
+            "0GB",
+            "memory",
+            "The most device memory for variables (old Ascend option).",
+            platforms=ASCEND,
+            device_filtered=True,
+            deprecated_in="2.5",
+            replacement="mindspore.runtime.set_memory()",
+            freezes_on_read=True,
+            documented_in=_R12 + _R0,
+        ),
+        K(
+            "memory_optimize_level",
+            Choice(
+                (
+                    Option("O0", raw=0, typed="O0"),
+                    Option("O1", raw=1, typed="O1"),
+                )
+            ),
+            "O0",
+            "memory",
+            "O1 reuses memory more aggressively to fit bigger networks.",
+            deprecated_in="2.5",
+            replacement="mindspore.runtime.set_memory(optimize_level=...)",
+        ),
+        K(
+            "memory_offload",
+            Choice(
+                (
+                    Option("ON", raw=True, aliases=("on", "true", True), typed="ON"),
+                    Option("OFF", raw=False, aliases=("off", "false", False), typed="OFF"),
+                )
+            ),
+            "OFF",
+            "memory",
+            "Offload memory to the host when the device runs out.",
+            platforms=GPU_ASCEND,
+            deprecated_in="≤2.7",
+            removed_in="2.8",
+            replacement="the device argument of mindspore.Parameter",
+        ),
         # ---------------------------------------------------------------- threads
-        K("runtime_num_threads", Integer(0), None, "threads",
-          "Threads of the runtime's CPU thread pool.",
-          deprecated_in="≤2.7", replacement="mindspore.device_context.cpu.op_tuning.threads_num()",
-          default_note="the number of CPU cores, at most 30"),
-        K("inter_op_parallel_num", Integer(0), 0, "threads",
-          "How many operators may run in parallel; 0 lets MindSpore decide.",
-          deprecated_in="≤2.7", replacement="mindspore.runtime.dispatch_threads_num()"),
-        K("op_timeout", Integer(0), 900, "threads",
-          "The longest an operator may run, in seconds (0: no limit).",
-          platforms=ASCEND, deprecated_in="2.5",
-          replacement="mindspore.device_context.ascend.op_debug.execute_timeout()"),
+        K(
+            "runtime_num_threads",
+            Integer(0),
+            None,
+            "threads",
+            "Threads of the runtime's CPU thread pool.",
+            deprecated_in="≤2.7",
+            replacement="mindspore.device_context.cpu.op_tuning.threads_num()",
+            default_note="the number of CPU cores, at most 30",
+        ),
+        K(
+            "inter_op_parallel_num",
+            Integer(0),
+            0,
+            "threads",
+            "How many operators may run in parallel; 0 lets MindSpore decide.",
+            deprecated_in="≤2.7",
+            replacement="mindspore.runtime.dispatch_threads_num()",
+        ),
+        K(
+            "op_timeout",
+            Integer(0),
+            900,
+            "threads",
+            "The longest an operator may run, in seconds (0: no limit).",
+            platforms=ASCEND,
+            deprecated_in="2.5",
+            replacement="mindspore.device_context.ascend.op_debug.execute_timeout()",
+        ),
         # ---------------------------------------------------------------- compile cache
-        K("enable_compile_cache", Flag(), UNSET, "cache",
-          "Save the compiled front-end graph and reuse it when the script has not changed.",
-          deprecated_in="≤2.7", replacement="the environment variable MS_COMPILER_CACHE_ENABLE",
-          default_note="not set (the environment variable decides)", documented_in=_R12),
-        K("compile_cache_path", Text(), "", "cache",
-          "Where the compile cache is stored (in rank_<id>/ below it).",
-          deprecated_in="≤2.7", replacement="the environment variable MS_COMPILER_CACHE_PATH",
-          documented_in=_R12),
+        K(
+            "enable_compile_cache",
+            Flag(),
+            UNSET,
+            "cache",
+            "Save the compiled front-end graph and reuse it when the script has not changed.",
+            deprecated_in="≤2.7",
+            replacement="the environment variable MS_COMPILER_CACHE_ENABLE",
+            default_note="not set (the environment variable decides)",
+            documented_in=_R12,
+        ),
+        K(
+            "compile_cache_path",
+            Text(),
+            "",
+            "cache",
+            "Where the compile cache is stored (in rank_<id>/ below it).",
+            deprecated_in="≤2.7",
+            replacement="the environment variable MS_COMPILER_CACHE_PATH",
+            documented_in=_R12,
+        ),
         # ---------------------------------------------------------------- platform configs
-        K("ascend_config", Table(_ASCEND_KINDS, example="{'precision_mode': 'force_fp16'}"), {}, "platform",
-          "Ascend options: precision_mode, jit_compile, atomic_clean_policy, hf32 switches, "
-          "op_precision_mode, ge_options and more.",
-          platforms=ASCEND, device_filtered=True, deprecated_in="≤2.7",
-          replacement="the functions of mindspore.device_context.ascend"),
-        K("gpu_config", Table(_GPU_CONV_KINDS, example="{'conv_allow_tf32': True}"), {}, "platform",
-          "GPU options: convolution algorithms and TF32 switches.",
-          platforms=GPU, device_filtered=True, deprecated_in="≤2.7",
-          replacement="the functions of mindspore.device_context.gpu"),
-        K("aoe_tune_mode", Choice((
-            Option("", "off", typed="off"), Option("online", typed="online"), Option("offline", typed="offline"),
-          )), "", "platform",
-          "Tune Ascend operators with AOE while compiling.",
-          platforms=ASCEND, deprecated_in="≤2.7",
-          replacement="mindspore.device_context.ascend.op_tuning.aoe_tune_mode()"),
-        K("aoe_config", Table({"job_type": Choice((Option("1", typed="1"), Option("2", typed="2")))},
-                              example="{'job_type': '2'}"), {}, "platform",
-          "AOE options: job_type 1 tunes subgraphs, 2 tunes operators.",
-          platforms=ASCEND, deprecated_in="≤2.7",
-          replacement="mindspore.device_context.ascend.op_tuning.aoe_job_type()"),
-        K("aoe_job_type", Choice((Option("1", typed="1"), Option("2", typed="2"))), "2", "platform",
-          "The AOE job type (aoe_config['job_type']).",
-          platforms=ASCEND, part_of=("aoe_config", "job_type"), deprecated_in="≤2.7"),
+        K(
+            "ascend_config",
+            Table(_ASCEND_KINDS, example="{'precision_mode': 'force_fp16'}"),
+            {},
+            "platform",
+            "Ascend options: precision_mode, jit_compile, atomic_clean_policy, hf32 switches, "
+            "op_precision_mode, ge_options and more.",
+            platforms=ASCEND,
+            device_filtered=True,
+            deprecated_in="≤2.7",
+            replacement="the functions of mindspore.device_context.ascend",
+        ),
+        K(
+            "gpu_config",
+            Table(_GPU_CONV_KINDS, example="{'conv_allow_tf32': True}"),
+            {},
+            "platform",
+            "GPU options: convolution algorithms and TF32 switches.",
+            platforms=GPU,
+            device_filtered=True,
+            deprecated_in="≤2.7",
+            replacement="the functions of mindspore.device_context.gpu",
+        ),
+        K(
+            "aoe_tune_mode",
+            Choice(
+                (
+                    Option("", "off", typed="off"),
+                    Option("online", typed="online"),
+                    Option("offline", typed="offline"),
+                )
+            ),
+            "",
+            "platform",
+            "Tune Ascend operators with AOE while compiling.",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            replacement="mindspore.device_context.ascend.op_tuning.aoe_tune_mode()",
+        ),
+        K(
+            "aoe_config",
+            Table({"job_type": Choice((Option("1", typed="1"), Option("2", typed="2")))}, example="{'job_type': '2'}"),
+            {},
+            "platform",
+            "AOE options: job_type 1 tunes subgraphs, 2 tunes operators.",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            replacement="mindspore.device_context.ascend.op_tuning.aoe_job_type()",
+        ),
+        K(
+            "aoe_job_type",
+            Choice((Option("1", typed="1"), Option("2", typed="2"))),
+            "2",
+            "platform",
+            "The AOE job type (aoe_config['job_type']).",
+            platforms=ASCEND,
+            part_of=("aoe_config", "job_type"),
+            deprecated_in="≤2.7",
+        ),
         # ---------------------------------------------------------------- jit_config entries
-        K("jit_level", _JIT_LEVEL, "", "jit_config",
-          "Compile optimisation level of graphs: O0 no fusion, O1 operator fusion, O2 whole-graph "
-          "sink (Ascend). Empty: MindSpore chooses.",
-          part_of=("jit_config", "jit_level"), replacement="mindspore.jit(jit_level=...)"),
-        K("infer_boost", _INFER_BOOST, "off", "jit_config",
-          "Faster inference kernels; only with jit_level O0.",
-          part_of=("jit_config", "infer_boost"), deprecated_in="2.10"),
+        K(
+            "jit_level",
+            _JIT_LEVEL,
+            "",
+            "jit_config",
+            "Compile optimisation level of graphs: O0 no fusion, O1 operator fusion, O2 whole-graph "
+            "sink (Ascend). Empty: MindSpore chooses.",
+            part_of=("jit_config", "jit_level"),
+            replacement="mindspore.jit(jit_level=...)",
+        ),
+        K(
+            "infer_boost",
+            _INFER_BOOST,
+            "off",
+            "jit_config",
+            "Faster inference kernels; only with jit_level O0.",
+            part_of=("jit_config", "infer_boost"),
+            deprecated_in="2.10",
+        ),
     ]
     # ---------------------------------------------------------------- ascend_config entries
     ascend_help = {
@@ -860,16 +1125,27 @@ def _entries() -> list[ContextKey]:
         "save_checkpoint_steps": "Checkpoint-on-failure bookkeeping: steps between checkpoints.",
         "last_triggered_step": "Checkpoint-on-failure bookkeeping: the last step that saved.",
     }
-    ascend_defaults = {"hccl_watchdog": True, "cur_step_num": 0, "need_ckpt": False,
-                       "save_checkpoint_steps": 0, "last_triggered_step": 0}
+    ascend_defaults = {
+        "hccl_watchdog": True,
+        "cur_step_num": 0,
+        "need_ckpt": False,
+        "save_checkpoint_steps": 0,
+        "last_triggered_step": 0,
+    }
     for name, text in ascend_help.items():
-        keys.append(ContextKey(
-            name, _ASCEND_KINDS[name],
-            ascend_defaults.get(name, "" if isinstance(_ASCEND_KINDS[name], Text) else UNSET),
-            "ascend_config", text,
-            platforms=ASCEND, device_filtered=True, part_of=("ascend_config", name),
-            replacement="the functions of mindspore.device_context.ascend",
-        ))
+        keys.append(
+            ContextKey(
+                name,
+                _ASCEND_KINDS[name],
+                ascend_defaults.get(name, "" if isinstance(_ASCEND_KINDS[name], Text) else UNSET),
+                "ascend_config",
+                text,
+                platforms=ASCEND,
+                device_filtered=True,
+                part_of=("ascend_config", name),
+                replacement="the functions of mindspore.device_context.ascend",
+            )
+        )
     # ---------------------------------------------------------------- gpu_config entries
     gpu_help = {
         "conv_fprop_algo": "cuDNN algorithm for convolution forward passes.",
@@ -880,11 +1156,19 @@ def _entries() -> list[ContextKey]:
     }
     gpu_defaults = {"conv_allow_tf32": True, "matmul_allow_tf32": False}
     for name, text in gpu_help.items():
-        keys.append(ContextKey(
-            name, _GPU_CONV_KINDS[name], gpu_defaults.get(name, "normal"), "gpu_config", text,
-            platforms=GPU, device_filtered=True, part_of=("gpu_config", name),
-            replacement="the functions of mindspore.device_context.gpu.op_precision",
-        ))
+        keys.append(
+            ContextKey(
+                name,
+                _GPU_CONV_KINDS[name],
+                gpu_defaults.get(name, "normal"),
+                "gpu_config",
+                text,
+                platforms=GPU,
+                device_filtered=True,
+                part_of=("gpu_config", name),
+                replacement="the functions of mindspore.device_context.gpu.op_precision",
+            )
+        )
     # ---------------------------------------------------------------- parallel speed-up
     # Read from the JSON file named by ascend_config['parallel_speed_up_json_path']; set_context
     # also passes them straight to C++. They only matter for distributed Ascend training.
@@ -918,47 +1202,115 @@ def _entries() -> list[ContextKey]:
         keys.append(ContextKey(name, kind, default, "speedup", text, platforms=ASCEND, default_note=note))
     # ---------------------------------------------------------------- removed or ignored
     keys += [
-        ContextKey("grad_for_scalar", Flag(), False, "removed",
-                   "Let grad compute derivatives with respect to Python scalar inputs.",
-                   deprecated_in="≤2.7", removed_in="2.10", replacement="Tensor inputs (tensor derivative)",
-                   documented_in=_R12),
-        ContextKey("precompile_only", Flag(), False, "removed",
-                   "Only compile the network, do not run it.",
-                   deprecated_in="2.5", removed_in="2.10",
-                   replacement="the environment variable MS_DEV_PRECOMPILE_ONLY", documented_in=_R12),
-        ContextKey("exception_dump", Choice((Option("0"), Option("1"), Option("2"))), "2", "removed",
-                   "Dump operator inputs and outputs on Ascend exceptions (an ascend_config entry).",
-                   platforms=ASCEND, removed_in="2.6", part_of=("ascend_config", "exception_dump"),
-                   replacement="mindspore.device_context.ascend.op_debug.aclinit_config()"),
-        ContextKey("enable_dump", Flag(), False, "removed",
-                   "Dump operator data on Ascend.",
-                   platforms=ASCEND, removed_in="2.5",
-                   replacement="a dump configuration file named by the MINDSPORE_DUMP_CONFIG environment variable",
-                   documented_in=_R12 + _R0),
-        ContextKey("save_dump_path", Text(path=True), ".", "removed",
-                   "Where enable_dump wrote its data.",
-                   platforms=ASCEND, removed_in="2.5",
-                   replacement="the path field of the MINDSPORE_DUMP_CONFIG file", documented_in=_R12 + _R0),
-        ContextKey("save_ms_model", Flag(), False, "removed",
-                   "Save a MindSpore Lite model converted from the graph.",
-                   removed_in="<1.2", replacement="mindspore.export(..., file_format='MINDIR')",
-                   documented_in=_R0),
-        ContextKey("save_ms_model_path", Text(path=True), ".", "removed",
-                   "Where save_ms_model wrote the model.",
-                   removed_in="<1.2", replacement="the file_name argument of mindspore.export",
-                   documented_in=_R0),
-        ContextKey("enable_sparse", Flag(), False, "removed",
-                   "Enable sparse tensors (they no longer need a switch).",
-                   deprecated_in="≤2.7", ignored=True, documented_in=_R12),
-        ContextKey("auto_tune_mode", Choice((Option("NO_TUNE"), Option("RL"), Option("GA"), Option("RL,GA"))), "NO_TUNE", "removed",
-                   "Tune Ascend operator tiling while building (RL, GA or both).",
-                   platforms=ASCEND, deprecated_in="≤2.7", ignored=True,
-                   replacement="aoe_tune_mode, now mindspore.device_context.ascend.op_tuning.aoe_tune_mode()",
-                   documented_in=_R12),
-        ContextKey("enable_auto_mixed_precision", Flag(), True, "removed",
-                   "Switch on automatic mixed precision globally.",
-                   platforms=ASCEND, deprecated_in="≤2.7", ignored=True,
-                   replacement="mindspore.amp.auto_mixed_precision()", documented_in=_R12 + _R0),
+        ContextKey(
+            "grad_for_scalar",
+            Flag(),
+            False,
+            "removed",
+            "Let grad compute derivatives with respect to Python scalar inputs.",
+            deprecated_in="≤2.7",
+            removed_in="2.10",
+            replacement="Tensor inputs (tensor derivative)",
+            documented_in=_R12,
+        ),
+        ContextKey(
+            "precompile_only",
+            Flag(),
+            False,
+            "removed",
+            "Only compile the network, do not run it.",
+            deprecated_in="2.5",
+            removed_in="2.10",
+            replacement="the environment variable MS_DEV_PRECOMPILE_ONLY",
+            documented_in=_R12,
+        ),
+        ContextKey(
+            "exception_dump",
+            Choice((Option("0"), Option("1"), Option("2"))),
+            "2",
+            "removed",
+            "Dump operator inputs and outputs on Ascend exceptions (an ascend_config entry).",
+            platforms=ASCEND,
+            removed_in="2.6",
+            part_of=("ascend_config", "exception_dump"),
+            replacement="mindspore.device_context.ascend.op_debug.aclinit_config()",
+        ),
+        ContextKey(
+            "enable_dump",
+            Flag(),
+            False,
+            "removed",
+            "Dump operator data on Ascend.",
+            platforms=ASCEND,
+            removed_in="2.5",
+            replacement="a dump configuration file named by the MINDSPORE_DUMP_CONFIG environment variable",
+            documented_in=_R12 + _R0,
+        ),
+        ContextKey(
+            "save_dump_path",
+            Text(path=True),
+            ".",
+            "removed",
+            "Where enable_dump wrote its data.",
+            platforms=ASCEND,
+            removed_in="2.5",
+            replacement="the path field of the MINDSPORE_DUMP_CONFIG file",
+            documented_in=_R12 + _R0,
+        ),
+        ContextKey(
+            "save_ms_model",
+            Flag(),
+            False,
+            "removed",
+            "Save a MindSpore Lite model converted from the graph.",
+            removed_in="<1.2",
+            replacement="mindspore.export(..., file_format='MINDIR')",
+            documented_in=_R0,
+        ),
+        ContextKey(
+            "save_ms_model_path",
+            Text(path=True),
+            ".",
+            "removed",
+            "Where save_ms_model wrote the model.",
+            removed_in="<1.2",
+            replacement="the file_name argument of mindspore.export",
+            documented_in=_R0,
+        ),
+        ContextKey(
+            "enable_sparse",
+            Flag(),
+            False,
+            "removed",
+            "Enable sparse tensors (they no longer need a switch).",
+            deprecated_in="≤2.7",
+            ignored=True,
+            documented_in=_R12,
+        ),
+        ContextKey(
+            "auto_tune_mode",
+            Choice((Option("NO_TUNE"), Option("RL"), Option("GA"), Option("RL,GA"))),
+            "NO_TUNE",
+            "removed",
+            "Tune Ascend operator tiling while building (RL, GA or both).",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            ignored=True,
+            replacement="aoe_tune_mode, now mindspore.device_context.ascend.op_tuning.aoe_tune_mode()",
+            documented_in=_R12,
+        ),
+        ContextKey(
+            "enable_auto_mixed_precision",
+            Flag(),
+            True,
+            "removed",
+            "Switch on automatic mixed precision globally.",
+            platforms=ASCEND,
+            deprecated_in="≤2.7",
+            ignored=True,
+            replacement="mindspore.amp.auto_mixed_precision()",
+            documented_in=_R12 + _R0,
+        ),
     ]
     return keys
 
@@ -974,7 +1326,10 @@ del _entry
 
 SHORTHANDS: dict[str, ContextKey] = {
     "device": ContextKey(
-        "device", DeviceSpec(), None, "device",
+        "device",
+        DeviceSpec(),
+        None,
+        "device",
         "Shorthand for device_target and device_id together: device=CPU, device=GPU:1. msdebug applies "
         "it with mindspore.set_device(), which can be called once per process, before the first operator.",
         replacement="mindspore.set_device(target, device_id)",

@@ -28,6 +28,7 @@ __all__ = [
     "PrintedTensor",
     "PrintedText",
     "parse_text",
+    "read_appended",
     "read_print_file",
     "write_print_file",
     "DTYPES",
@@ -185,8 +186,11 @@ class PrintLog:
 # --------------------------------------------------------------------------- text
 
 _TENSOR_HEAD = re.compile(r"Tensor\(shape=\[(?P<shape>[\d,\s]*)\], dtype=(?P<dtype>\w+), value=")
-_TOKEN = re.compile(r"[-+]?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?)?j?"
-                    r"|True|False", re.IGNORECASE)
+_TOKEN = re.compile(
+    r"[-+]?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?)?j?"
+    r"|True|False",
+    re.IGNORECASE,
+)
 
 
 def parse_text(data: bytes | str) -> tuple[PrintItem, ...]:
@@ -271,15 +275,11 @@ def _scalar(token: str):
 
 def _message_classes():
     """``(Print, Print.Value, source)``: MindSpore's own classes if MindSpore is loaded, else msdebug's."""
-    import sys
+    from .backend.protos import print_pb2
 
-    if "mindspore" in sys.modules:
-        try:
-            from mindspore.train import print_pb2
-
-            return print_pb2.Print, print_pb2.Print.Value, "mindspore.train.print_pb2"
-        except Exception:  # noqa: BLE001 - a print_pb2 built for another protobuf: use ours
-            pass
+    module = print_pb2()
+    if module is not None:
+        return module.Print, module.Print.Value, "mindspore.train.print_pb2"
     return (*_own_classes(), "msdebug")
 
 
@@ -304,8 +304,12 @@ def _own_classes():
     value.oneof_decl.add(name="value")
     value.field.add(name="desc", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, oneof_index=0)
     value.field.add(
-        name="tensor", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
-        type_name=".mindspore.prntpb.TensorProto", oneof_index=0,
+        name="tensor",
+        number=2,
+        type=F.TYPE_MESSAGE,
+        label=F.LABEL_OPTIONAL,
+        type_name=".mindspore.prntpb.TensorProto",
+        oneof_index=0,
     )
     message.field.add(
         name="value", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED, type_name=".mindspore.prntpb.Print.Value"
@@ -352,7 +356,9 @@ def _values(data: bytes, name: str):
             tag, pos = _varint(data, pos)
             length, pos = _varint(data, pos)
         except (IndexError, ValueError):
-            raise PrintFileError(f"{name}: truncated or corrupt at byte {start}: the record header is cut off.") from None
+            raise PrintFileError(
+                f"{name}: truncated or corrupt at byte {start}: the record header is cut off."
+            ) from None
         if tag != (1 << 3 | 2):
             raise PrintFileError(
                 f"{name}: not a MindSpore print file: byte {start} starts field {tag >> 3} "
@@ -459,6 +465,25 @@ def read_print_file(path: str | os.PathLike, format: str = "auto") -> PrintLog: 
         if format == "binary" or not _looks_like_text(data) or _first_record_ok(data):
             raise error from None
     return PrintLog(data, None, "text file", name)
+
+
+def read_appended(path: str | os.PathLike, offset: int) -> PrintLog | None:
+    """What a binary print file gained after byte ``offset`` (MindSpore appends one Print value
+    per call on Ascend), decoded; None when nothing was appended.
+
+    Raises
+    ------
+    PrintFileError
+        When the file cannot be read or the new bytes are not whole Print values.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError as error:
+        raise PrintFileError(f"cannot read {name}: {error.strerror}.") from None
+    return PrintLog(data, decode_print_bytes(data, name), "binary file", name) if data else None
 
 
 def _looks_like_text(data: bytes) -> bool:

@@ -36,6 +36,7 @@ __all__ = [
     "apply",
     "context",
     "describe",
+    "device_lock",
     "get",
     "hold",
     "listening",
@@ -145,14 +146,28 @@ class ContextState:
                 result.append((title, rows))
         return result
 
+    def summary_parts(self, capture: bool | None = None) -> dict[str, str]:
+        """The facts every one-line summary is made of (the table's header, the panel's, the
+        status bar's), each as shown: ``{"version": "MindSpore 2.10.0", "mode": "GRAPH",
+        "device": "CPU:0", "sync": "sync off", "runtime": "runtime not started",
+        "changed": "2 changed"}``, plus ``"capture": "print capture on"`` when ``capture`` is known.
+        """
+        mode = {0: "GRAPH", 1: "PYNATIVE"}.get(self.value("mode"), "?")
+        sync = "sync on (launch_blocking)" if self.launch_blocking else f"sync {'on' if self.sync else 'off'}"
+        parts = {"version": f"MindSpore {self.version}", "mode": mode, "device": str(self.device), "sync": sync}
+        if capture is not None:
+            parts["capture"] = f"print capture {'on' if capture else 'off'}"
+        parts["runtime"] = "runtime started" if self.device.started else "runtime not started"
+        parts["changed"] = f"{sum(1 for row in self.rows if row.changed)} changed"
+        return parts
+
     def summary(self) -> str:
         """``MindSpore 2.10.0 · PYNATIVE · CPU:0 · sync off · runtime not started``."""
-        mode = {0: "GRAPH", 1: "PYNATIVE"}.get(self._value("mode"), "?")
-        sync = "sync on (launch_blocking)" if self.launch_blocking else f"sync {'on' if self.sync else 'off'}"
-        started = "runtime started" if self.device.started else "runtime not started"
-        return f"MindSpore {self.version} · {mode} · {self.device} · {sync} · {started}"
+        parts = self.summary_parts()
+        return " · ".join(parts[name] for name in ("version", "mode", "device", "sync", "runtime"))
 
-    def _value(self, name: str) -> Any:
+    def value(self, name: str) -> Any:
+        """The value of one key, from this state's rows (read now if the state left it out)."""
         for row in self.rows:
             if row.key.name == name:
                 return row.value
@@ -193,6 +208,42 @@ class KeyInfo:
         return html_key_info(self)
 
 
+# --------------------------------------------------------------------------- keys msdebug implements
+# MindSpore honours print_file_path only on Ascend; on CPU and GPU it ignores the key and msdebug's
+# Print capture writes the file (capture.set_print_file). Every read and write of a key goes through
+# these three functions, so the backend stays a plain MindSpore adapter.
+
+
+def _emulated(backend: _backend.Backend, name: str) -> bool:
+    return name == "print_file_path" and not backend.writes_print_files()
+
+
+def _read(backend: _backend.Backend, name: str) -> Any:
+    if _emulated(backend, name):
+        from .capture import active_print_file
+
+        return active_print_file()
+    return backend.read(name)
+
+
+def _write(backend: _backend.Backend, name: str, value: Any) -> None:
+    if _emulated(backend, name):
+        from .capture import set_print_file
+
+        set_print_file(value)
+    else:
+        backend.write(name, value)
+
+
+def _write_raw(backend: _backend.Backend, name: str, raw: Any) -> None:
+    if _emulated(backend, name):
+        from .capture import set_print_file
+
+        set_print_file(raw, resume=True)
+    else:
+        backend.write_raw(name, raw)
+
+
 # --------------------------------------------------------------------------- reading
 
 
@@ -220,7 +271,7 @@ def _canonical(backend: _backend.Backend, key: ContextKey) -> Any:
         return bool(backend.read(name)) or backend.launch_blocking()
     if not backend.readable(name):
         return backend.written.get(name, UNREAD)
-    return key.kind.from_raw(backend.read(name))
+    return key.kind.from_raw(_read(backend, name))
 
 
 def get(name: str) -> Any:
@@ -322,15 +373,18 @@ def describe(name: str) -> KeyInfo:
     )
 
 
-def _device_facts(device: _backend.DeviceState) -> tuple[str, ...]:
-    facts = [f"this MindSpore build supports: {', '.join(device.supported)}"]
+def device_lock(device: _backend.DeviceState) -> str:
+    """Why the device can no longer change in this process, or ``""`` while it can."""
     if device.started:
-        facts.append("the runtime has started, so the device is fixed for this process")
-    elif device.configured:
-        facts.append("mindspore.set_device() was called; it cannot be called again with other values")
-    else:
-        facts.append("the device can still be chosen (no operator has run yet)")
-    return tuple(facts)
+        return f"the runtime started on {device}, so the device is fixed for this process"
+    if device.configured:
+        return f"mindspore.set_device() already chose {device}; MindSpore allows it once per process"
+    return ""
+
+
+def _device_facts(device: _backend.DeviceState) -> tuple[str, ...]:
+    lock = device_lock(device) or "the device can still be chosen (no operator has run yet)"
+    return (f"this MindSpore build supports: {', '.join(device.supported)}", lock)
 
 
 # --------------------------------------------------------------------------- writing
@@ -448,17 +502,17 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     undo: list[tuple[str, Any]] = []
     try:
         for name, (key, value) in plan.values.items():
-            touched = [(n, _copy(backend.read(n))) for n in (name, *ENTRIES.get(name, ())) if backend.readable(n)]
+            touched = [(n, _copy(_read(backend, n))) for n in (name, *ENTRIES.get(name, ())) if backend.readable(n)]
             if touched and touched[0][0] == name and key.kind.from_raw(touched[0][1]) == value:
                 continue  # already so: nothing to ask of MindSpore
             undo += touched
-            backend.write(name, value)
+            _write(backend, name, value)
         if plan.device is not None:
             backend.set_device(*plan.device)
     except BaseException:
         for name, raw in reversed(undo):
             with contextlib.suppress(Exception):
-                backend.write_raw(name, raw)
+                _write_raw(backend, name, raw)
         raise
     target = plan.target
     changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))] if plan.device_named else []
@@ -481,6 +535,8 @@ def snapshot() -> Snapshot:
     """Raw values of every key that can be put back (the device and frozen keys cannot)."""
     backend = _backend.get_backend()
     values = {name: raw for name, raw in backend.read_all().items() if name not in _DEVICE_KEYS}
+    if _emulated(backend, "print_file_path"):
+        values["print_file_path"] = _read(backend, "print_file_path")
     return Snapshot(values, backend.version, str(backend.device()), backend.launch_blocking())
 
 
@@ -499,12 +555,12 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
         raw = snap[name]
         if name in _DEVICE_KEYS or not backend.readable(name):
             continue
-        current = backend.read(name)
+        current = _read(backend, name)
         if current == raw:
             continue
         key = _key(name)
         try:
-            backend.write_raw(name, _copy(raw))
+            _write_raw(backend, name, _copy(raw))
         except MsDebugError as error:
             failures.append(str(error))
             continue

@@ -25,26 +25,44 @@ BAD_LINES = [
     ("device_id=5000", r"device_id: 5000 is out of range; allowed: an integer from 0 to 4095"),
     ("pynative_synchronize=maybe", r"pynative_synchronize: expected true or false .*got 'maybe'"),
     ("save_graphs=4", r"save_graphs: '4' is not allowed; use 0, 1, 2 or 3"),
-    ("jit_syntax_level=strcit", r"jit_syntax_level: 'strcit' is not allowed; use strict, compatible or lax.*Did you mean 'strict'\?"),
+    (
+        "jit_syntax_level=strcit",
+        r"jit_syntax_level: 'strcit' is not allowed; use strict, compatible or lax.*Did you mean 'strict'\?",
+    ),
     ("deterministic=sometimes", r"deterministic: 'sometimes' is not allowed; use ON or OFF"),
     ("save_graphs_path=", r"save_graphs_path: empty value; give a non-empty path, e\.g\. \./graphs"),
     ("save_graphs_path=''", r"save_graphs_path: empty value"),
-    ('jit_config={"jit_levl": "O1"}', r"jit_config: unknown entry 'jit_levl'; allowed: jit_level, infer_boost\. Did you mean 'jit_level'\?"),
+    (
+        'jit_config={"jit_levl": "O1"}',
+        r"jit_config: unknown entry 'jit_levl'; allowed: jit_level, infer_boost\. Did you mean 'jit_level'\?",
+    ),
     ('jit_config={"jit_level": "O7"}', r"jit_config: entry 'jit_level': 'O7' is not allowed; use auto, O0, O1 or O2"),
     ("jit_config=O1", r"jit_config: expected a dict such as \{'jit_level': 'O1'\}, got 'O1'"),
     ("jit_level=fast", r"jit_level: 'fast' is not allowed; use auto, O0, O1 or O2"),
     ("max_device_memory=2MB", r"max_device_memory: expected a size such as 2GB or 3\.5GB, got '2MB'"),
-    ("max_device_memory=2GB", r"max_device_memory only takes effect on GPU, Ascend; this process runs on CPU, where MindSpore ignores it\. Nothing was changed\."),
+    (
+        "max_device_memory=2GB",
+        r"max_device_memory only takes effect on GPU, Ascend; this process runs on CPU, where MindSpore ignores it\. Nothing was changed\.",
+    ),
     ("print_file_path=.", r"print_file_path should be a file path, but \. is a directory"),
     ("precision_mode=force_fp16", r"precision_mode only takes effect on Ascend \(an entry of ascend_config\)"),
     ("enable_dump=true", r"enable_dump was removed in MindSpore 2\.5"),
     ("save_ms_model=true", r"save_ms_model was removed before MindSpore 1\.2"),
     ("enable_sparse=true", r"enable_sparse is accepted but ignored by MindSpore .*, so setting it has no effect"),
-    ("device=GPU", r"device: GPU is not available in this MindSpore build \(it supports CPU\); .*first cell of a fresh kernel: import mindspore; mindspore\.set_device\('GPU'\)"),
-    ("device_target=Ascend", r"device: Ascend is not available in this MindSpore build .*mindspore\.set_device\('Ascend'\)"),
+    (
+        "device=GPU",
+        r"device: GPU is not available in this MindSpore build \(it supports CPU\); .*first cell of a fresh kernel: import mindspore; mindspore\.set_device\('GPU'\)",
+    ),
+    (
+        "device_target=Ascend",
+        r"device: Ascend is not available in this MindSpore build .*mindspore\.set_device\('Ascend'\)",
+    ),
     ("device=TPU:0", r"device: 'TPU:0' is not a device; use CPU, GPU or Ascend"),
     ("device=CPU device_id=0", r"give either device=TARGET:ID or device_target / device_id, not both"),
-    ("env_config_path=/no/such/config.json", r"MindSpore refused env_config_path='/no/such/config\.json': .*is not exists"),
+    (
+        "env_config_path=/no/such/config.json",
+        r"MindSpore refused env_config_path='/no/such/config\.json': .*is not exists",
+    ),
     ("mode=graph mode=pynative", r"mode is given twice"),
     ("--chnaged", r"unknown option --chnaged; .*Did you mean '--changed'\?"),
     ("--reset mode=graph", r"use --reset on its own"),
@@ -57,7 +75,10 @@ BAD_LINES = [
 if version_tuple(ms.__version__) >= (2, 10):  # still accepted by 2.7 .. 2.9
     BAD_LINES += [
         ("grad_for_scalar=true", r"grad_for_scalar was removed in MindSpore 2\.10; use Tensor inputs"),
-        ("precompile_only=true", r"precompile_only was removed in MindSpore 2\.10; use the environment variable MS_DEV_PRECOMPILE_ONLY"),
+        (
+            "precompile_only=true",
+            r"precompile_only was removed in MindSpore 2\.10; use the environment variable MS_DEV_PRECOMPILE_ONLY",
+        ),
     ]
 
 

@@ -75,12 +75,18 @@ def _shown(outputs: list[dict]) -> str:
 
 
 def test_plain_python_keeps_order_and_shows_on_exit(tmp_path):
-    out = _run_file(NET + """
+    out = _run_file(
+        NET
+        + """
 import msdebug
 with msdebug.capture_print() as cap:
-""" + textwrap.indent(INTERLEAVED, "    ") + """
+"""
+        + textwrap.indent(INTERLEAVED, "    ")
+        + """
 print("after", len(cap.log.items), len(cap.log.text.splitlines()))
-""", tmp_path)
+""",
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     assert lines[:-1] == _expected_interleaved()
@@ -90,7 +96,8 @@ print("after", len(cap.log.items), len(cap.log.text.splitlines()))
 def test_c_code_holding_the_gil_writes_4_mb_without_deadlock():
     # ctypes.PyDLL keeps the GIL during the call: a pipe-and-thread capture would hang here
     # once the pipe buffer is full. 4 MB in one write(2), then 3000 small ones.
-    out = run_python("""
+    out = run_python(
+        """
 import ctypes, os, msdebug
 libc = ctypes.PyDLL(None)
 big = b"x" * (4 << 20) + b"\\n"
@@ -102,7 +109,9 @@ with msdebug.capture_print(show=False) as cap:
         libc.write(1, line, len(line))
 print(len(cap.log.raw) == len(big) + sum(len(b"line %d\\n" % i) for i in range(3000)), cap.log.raw[:len(big)] == big,
       len(os.listdir("/proc/self/fd")) - fds)
-""", timeout=120)
+""",
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["True", "True", "0"]
 
@@ -153,7 +162,9 @@ def test_no_fd_leaks_over_many_captures():
 
 def test_print_file_path_on_cpu_writes_print_output_to_a_new_file(tmp_path):
     (tmp_path / "taken.txt").write_text("keep me\n")
-    out = _run_file(NET + f"""
+    out = _run_file(
+        NET
+        + f"""
 import os, time, msdebug
 os.chdir({str(tmp_path)!r})
 report = msdebug.set(print_file_path="run.txt")
@@ -165,7 +176,9 @@ net(x, Tensor(4))
 print("second", os.path.basename(msdebug.get("print_file_path")).split(".")[:2])
 msdebug.set(print_file_path="")
 print("screen again"); net(x, Tensor(5))
-""", tmp_path)
+""",
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     assert lines[0] == "on screen" and lines[1] == f"path {tmp_path / 'run.txt'}"
@@ -207,7 +220,9 @@ def test_print_file_path_in_an_unwritable_directory(ip, tmp_path):
 
 
 def test_a_scoped_print_file_is_undone_after_the_cell(ip, tmp_path):
-    ip.run_cell(f"%%mscontext print_file_path={tmp_path / 'scoped.txt'}\nimport msdebug\nseen = msdebug.get('print_file_path')")
+    ip.run_cell(
+        f"%%mscontext print_file_path={tmp_path / 'scoped.txt'}\nimport msdebug\nseen = msdebug.get('print_file_path')"
+    )
     assert ip.user_ns["seen"] == str(tmp_path / "scoped.txt")
     assert msdebug.get("print_file_path") == ""
     assert (tmp_path / "scoped.txt").exists()
@@ -264,8 +279,10 @@ def test_a_failing_cell_shows_what_it_printed_then_the_error(graph_kernel):
 
 @pytest.mark.kernel
 def test_4_mb_print_in_a_kernel(graph_kernel):
-    status, outputs = graph_kernel.run("%%msprint\nimport ctypes\nbig = b'y' * (4 << 20)\n"
-                                       "ctypes.PyDLL(None).write(1, big, len(big))\nmsdebug_len = len(big)")
+    status, outputs = graph_kernel.run(
+        "%%msprint\nimport ctypes\nbig = b'y' * (4 << 20)\n"
+        "ctypes.PyDLL(None).write(1, big, len(big))\nmsdebug_len = len(big)"
+    )
     assert status == "ok"
     assert _shown(outputs) == "y" * (4 << 20)
 
@@ -273,17 +290,24 @@ def test_4_mb_print_in_a_kernel(graph_kernel):
 @pytest.mark.kernel
 def test_last_print_returns_the_data(graph_kernel):
     graph_kernel.run("%%msprint\nnet(x, Tensor(np.full(2, 11, np.float32)))")
-    status, outputs = graph_kernel.run("import msdebug\nlog = msdebug.last_print()\nprint(log.items[1].values.tolist(), "
-                                       "type(log.tensors[0]).__name__)")
+    status, outputs = graph_kernel.run(
+        "import msdebug\nlog = msdebug.last_print()\nprint(log.items[1].values.tolist(), type(log.tensors[0]).__name__)"
+    )
     assert text_of(outputs, name="stdout") == "[11.0, 11.0] ndarray\n"
 
 
 def test_terminal_ipython_shows_the_same_text(tmp_path):
     script = tmp_path / "cells.ipy"
-    script.write_text("%load_ext msdebug\n" + NET + "\n%msprint on\nprint('py'); net(x, Tensor(1)); jitted(x, Tensor(2))\n")
+    script.write_text(
+        "%load_ext msdebug\n" + NET + "\n%msprint on\nprint('py'); net(x, Tensor(1)); jitted(x, Tensor(2))\n"
+    )
     ipython = pathlib.Path(sys.executable).with_name("ipython")
-    out = subprocess.run([str(ipython), "--quick", "--no-banner", "--colors=nocolor", str(script)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(ipython), "--quick", "--no-banner", "--colors=nocolor", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines()[-5:] == ["py", "graph", "1", "jit", "2"]
 
@@ -335,11 +359,18 @@ def test_nbclient_keeps_graph_and_jit_prints_in_their_cells(tmp_path):
 
     from helpers import kernel_env
 
-    cells = ["%load_ext msdebug", NET, "%msprint on", "print('a'); net(x, Tensor(1)); jitted(x, Tensor(2))",
-             "print('b'); jitted(x, Tensor(3))"]
+    cells = [
+        "%load_ext msdebug",
+        NET,
+        "%msprint on",
+        "print('a'); net(x, Tensor(1)); jitted(x, Tensor(2))",
+        "print('b'); jitted(x, Tensor(3))",
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.km = client.create_kernel_manager()
     client.execute(env=kernel_env())
-    shown = [[o["data"]["text/plain"] for o in cell.outputs if o.output_type == "display_data"] for cell in nb.cells[3:]]
+    shown = [
+        [o["data"]["text/plain"] for o in cell.outputs if o.output_type == "display_data"] for cell in nb.cells[3:]
+    ]
     assert shown == [["a\ngraph\n1\njit\n2"], ["b\njit\n3"]]

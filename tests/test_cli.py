@@ -36,7 +36,10 @@ def test_info_prints_versions_device_and_the_table():
 
 def test_info_changed_and_python_dash_m():
     result = subprocess.run(
-        [sys.executable, "-m", "msdebug", "info", "--changed"], capture_output=True, text=True, timeout=180,
+        [sys.executable, "-m", "msdebug", "info", "--changed"],
+        capture_output=True,
+        text=True,
+        timeout=180,
         env={**kernel_env(), "GLOG_v": "3"},
     )
     assert result.returncode == 0, result.stderr

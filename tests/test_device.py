@@ -67,7 +67,9 @@ def test_a_target_the_build_lacks_is_refused_before_mindspore_logs_anything():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("usage error: device: GPU is not available in this MindSpore build (it supports CPU)")
-    assert lines[0].endswith("make this the first cell of a fresh kernel: import mindspore; mindspore.set_device('GPU', 0)")
+    assert lines[0].endswith(
+        "make this the first cell of a fresh kernel: import mindspore; mindspore.set_device('GPU', 0)"
+    )
     assert lines[1].startswith("usage error: device: Ascend is not available")
     # MindSpore itself would first log "libcuda.so ... is not found" errors; msdebug never asks it.
     assert "libcuda" not in result.stderr and "[ERROR]" not in result.stderr

@@ -125,7 +125,9 @@ def test_every_fixture_ir_file_parses_and_counts_agree():
 
 
 def test_unknown_lines_are_skipped():
-    text = "# IR entry: @g\nsomething new in 2.11\n\nsubgraph @g() {\n  %0(a) = Foo(%para1_x)\n  ?? odd\n  Return(%0)\n}\n"
+    text = (
+        "# IR entry: @g\nsomething new in 2.11\n\nsubgraph @g() {\n  %0(a) = Foo(%para1_x)\n  ?? odd\n  Return(%0)\n}\n"
+    )
     ir = parse_ir(text)
     assert [n.op for n in ir.nodes()] == ["Foo"] and ir.graphs[0].returns == "Return(%0)"
 
@@ -182,7 +184,14 @@ def test_rdr_tree_of_a_mode2_run_read_only(rdr_tree):
     rank = rdr_reader.find_rdr(rdr_tree).rank(0)
     kinds = {kind: len(rank.of_kind(kind)) for kind in rdr_reader.KINDS}
     assert kinds == {
-        "pipeline": 24, "graph": 4, "graph_pb": 4, "exec_order": 4, "memory": 1, "string": 0, "stream": 0, "other": 0,
+        "pipeline": 24,
+        "graph": 4,
+        "graph_pb": 4,
+        "exec_order": 4,
+        "memory": 1,
+        "string": 0,
+        "stream": 0,
+        "other": 0,
     }
     stages = rank.stages()
     assert [f.stage for f in stages[:3]] == [(0, "bootstrap"), (1, "type_inference"), (2, "auto_monad")]
@@ -229,8 +238,20 @@ def test_text_records_and_stream_orders(tmp_path):
     rdr.mkdir(parents=True)
     (rdr / "OPTIMIZER.gpu_somas_offline_log.1.20260101000000.txt").write_text("total 1024\nblock 0 512\n")
     (rdr / "SESSION.stream_exec_order.1.20260101000000.json").write_text(
-        json.dumps([{"index": 0, "node_name": "Default/MatMul-op0", "logic_id": 0, "stream_id": 1,
-                     "node_info": "...", "event_id": 0, "label_id": "1,2"}], indent=2)
+        json.dumps(
+            [
+                {
+                    "index": 0,
+                    "node_name": "Default/MatMul-op0",
+                    "logic_id": 0,
+                    "stream_id": 1,
+                    "node_info": "...",
+                    "event_id": 0,
+                    "label_id": "1,2",
+                }
+            ],
+            indent=2,
+        )
     )
     rank = rdr_reader.find_rdr(tmp_path).rank(3)
     (record,) = rank.of_kind("string")
@@ -308,7 +329,10 @@ def test_explorer_rdr_summary_exec_order_memory_graph(rdr_tree):
     order = explorer.exec_order(graph=0)
     first = order.rows[0]
     assert (first.op, first.fullname, first.ir_line, first.memory) == (
-        "PrimFunc_MatMul", "Default/dense-Dense/MatMul-op0", 26, 46,
+        "PrimFunc_MatMul",
+        "Default/dense-Dense/MatMul-op0",
+        26,
+        46,
     )
     assert (first.source, first.code) == (f"{SCRIPT}:50", "y = self.dense(фx)")
     assert "IR line 26" in repr(order) and "y = self.dense(фx)" in order._repr_html_()

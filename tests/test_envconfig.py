@@ -13,8 +13,9 @@ import pytest
 from IPython.core.error import UsageError
 
 import msdebug
-from msdebug import backend, envconfig
-from msdebug.envconfig import EnvConfig, EnvConfigError, RdrWarning, env_settings, rdr_status
+from msdebug import backend
+from msdebug.recorders import envconfig
+from msdebug.recorders.envconfig import EnvConfig, EnvConfigError, RdrWarning, env_settings, rdr_status
 
 LONG = "/" + "a" * 1030
 COMPONENT = "/tmp/" + "b" * 256
@@ -24,22 +25,43 @@ BAD_CONFIGS = [
     ({"rdr": {"enable": 1}}, "rdr.enable must be true or false (a JSON boolean), got 1."),
     ({"rdr": {"enable": "true"}}, 'rdr.enable must be true or false (a JSON boolean), got "true".'),
     ({"rdr": {"enable": None}}, "rdr.enable is null; leave the key out to keep MindSpore's default."),
-    ({"rdr": {"mode": 3}}, "rdr.mode must be 1 (exceptional: export when a run fails) or 2 (normal: export after each compile and at exit, and on failure), got 3."),
-    ({"rdr": {"mode": "2"}}, 'rdr.mode must be 1 (exceptional: export when a run fails) or 2 (normal: export after each compile and at exit, and on failure), got "2".'),
+    (
+        {"rdr": {"mode": 3}},
+        "rdr.mode must be 1 (exceptional: export when a run fails) or 2 (normal: export after each compile and at exit, and on failure), got 3.",
+    ),
+    (
+        {"rdr": {"mode": "2"}},
+        'rdr.mode must be 1 (exceptional: export when a run fails) or 2 (normal: export after each compile and at exit, and on failure), got "2".',
+    ),
     ({"rdr": {"mode": 2.0}}, "got 2.0."),
     ({"rdr": {"mode": True}}, "got true."),
     ({"rdr": {"mode": 0}}, "got 0."),
-    ({"rdr": {"path": "rdr"}}, "rdr.path must be absolute (start with '/'), got 'rdr'; MindSpore would silently write to the working directory instead. Did you mean"),
+    (
+        {"rdr": {"path": "rdr"}},
+        "rdr.path must be absolute (start with '/'), got 'rdr'; MindSpore would silently write to the working directory instead. Did you mean",
+    ),
     ({"rdr": {"path": "~/rdr"}}, "rdr.path must be absolute (start with '/'), got '~/rdr'"),
     ({"rdr": {"path": ""}}, "rdr.path is empty; give an absolute directory such as /tmp/rdr."),
     ({"rdr": {"path": 7}}, "rdr.path must be a string (an absolute directory), got 7."),
-    ({"rdr": {"path": "/tmp/my rdr"}}, "rdr.path may use only letters, digits and - _ . / (MindSpore's rule); '/tmp/my rdr' has ' '."),
-    ({"rdr": {"path": "/tmp/данные"}}, "rdr.path may use only letters, digits and - _ . / (MindSpore's rule); '/tmp/данные' has"),
+    (
+        {"rdr": {"path": "/tmp/my rdr"}},
+        "rdr.path may use only letters, digits and - _ . / (MindSpore's rule); '/tmp/my rdr' has ' '.",
+    ),
+    (
+        {"rdr": {"path": "/tmp/данные"}},
+        "rdr.path may use only letters, digits and - _ . / (MindSpore's rule); '/tmp/данные' has",
+    ),
     ({"rdr": {"path": "/tmp/a:b"}}, "has ':'."),
     ({"rdr": {"path": LONG}}, "rdr.path is 1031 characters long; MindSpore allows at most 1024."),
     ({"rdr": {"path": COMPONENT}}, "is 256 characters long; at most 255."),
-    ({"rdr": {"enabel": True}}, "unknown key rdr.enabel (MindSpore would ignore it); rdr takes enable, mode, path. Did you mean 'enable'?"),
-    ({"sys": {"mem_Reuse": False}}, "unknown key sys.mem_Reuse (MindSpore would ignore it); sys takes mem_reuse. Did you mean 'mem_reuse'?"),
+    (
+        {"rdr": {"enabel": True}},
+        "unknown key rdr.enabel (MindSpore would ignore it); rdr takes enable, mode, path. Did you mean 'enable'?",
+    ),
+    (
+        {"sys": {"mem_Reuse": False}},
+        "unknown key sys.mem_Reuse (MindSpore would ignore it); sys takes mem_reuse. Did you mean 'mem_reuse'?",
+    ),
     ({"sys": {"mem_reuse": "no"}}, 'sys.mem_reuse must be true or false (a JSON boolean), got "no".'),
     ({"rdr": [True, 2]}, "'rdr' must be an object, got [true, 2]."),
     ([{"rdr": {}}], "the top level must be a JSON object {...}, got list."),
@@ -123,7 +145,9 @@ def test_file_wins_over_environment_key_by_key(ip, tmp_path):
         ("sys.mem_reuse", True, "default"),
     ]
     assert status.config_file == str(tmp_path / "cfg.json")
-    assert f"MS_RDR_PATH={tmp_path}/from_env is set, but the file's rdr.path='{tmp_path}/from_file/' wins" in repr(status)
+    assert f"MS_RDR_PATH={tmp_path}/from_env is set, but the file's rdr.path='{tmp_path}/from_file/' wins" in repr(
+        status
+    )
     assert "MS_RDR_ENABLE=0 is set, but the file's rdr.enable=True wins" in repr(status)
 
 
@@ -137,7 +161,10 @@ def test_ignored_by_this_version_is_one_line(monkeypatch, tmp_path):
     assert message.startswith(f"MindSpore {backend.installed_version()} ignores RDR (removed after 2.7.0)")
     assert "\n" not in message
     assert os.environ["MS_RDR_MODE"] == "2" and os.environ["MS_RDR_PATH"] == str(tmp_path)
-    assert repr(status).splitlines()[0] == f"RDR: ignored by MindSpore {backend.installed_version()} (it exists up to 2.7.0)"
+    assert (
+        repr(status).splitlines()[0]
+        == f"RDR: ignored by MindSpore {backend.installed_version()} (it exists up to 2.7.0)"
+    )
     assert EnvConfig(mem_reuse=False).warnings() == []  # sys.mem_reuse is still read
 
 
@@ -186,7 +213,10 @@ def test_msrdr_via_file_never_overwrites(ip, monkeypatch, tmp_path):
     ("line", "message"),
     [
         ("onn", "%msrdr: unknown word 'onn'; use on or off. Did you mean 'on'?"),
-        ("on --mod 2", "%msrdr: unknown option --mod; use --mode 1|2, --path DIR, --via env|file, --file JSON. Did you mean '--mode'?"),
+        (
+            "on --mod 2",
+            "%msrdr: unknown option --mod; use --mode 1|2, --path DIR, --via env|file, --file JSON. Did you mean '--mode'?",
+        ),
         ("on --mode 3", "%msrdr: --mode is 1 (export on failure) or 2 (also after each compile), got '3'."),
         ("on --path", "%msrdr: --path needs a value: --path DIR."),
         ("on off", "%msrdr: one of on, off at a time, got 'on' and 'off'."),
@@ -194,8 +224,11 @@ def test_msrdr_via_file_never_overwrites(ip, monkeypatch, tmp_path):
         ("on --via fil", "%msrdr: --via is env or file, got 'fil'. Did you mean 'file'?"),
         ("off --mode 2", "%msrdr off takes no --mode or --path."),
         ("--mode 2", "%msrdr: options go with on, e.g. %msrdr on --mode 2 --path ./rdr"),
-        ('on --path "/tmp/my rdr"', "rdr.path may use only letters, digits and - _ . / (MindSpore's rule); '/tmp/my rdr' has ' '."),
-        ('on --path "/tmp/x', "unclosed quote in: on --path \"/tmp/x"),
+        (
+            'on --path "/tmp/my rdr"',
+            "rdr.path may use only letters, digits and - _ . / (MindSpore's rule); '/tmp/my rdr' has ' '.",
+        ),
+        ('on --path "/tmp/x', 'unclosed quote in: on --path "/tmp/x'),
     ],
 )
 def test_msrdr_bad_input_is_one_usage_error(ip, line, message):

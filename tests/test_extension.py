@@ -51,12 +51,12 @@ print("after first magic:", "mindspore" in sys.modules)
 def test_loading_twice_is_harmless_and_unloading_undoes_everything():
     out = lines(
         """
-from msdebug import completion, extension
+from msdebug.ipython import completion, hooks
 def state():
     return (
         "mscontext" in ip.magics_manager.magics["line"],
-        ip.Completer.custom_matchers.count(completion.mscontext_matcher),
-        sum(isinstance(cb, extension.CellFiles) for cb in ip.events.callbacks["pre_run_cell"]),
+        ip.Completer.custom_matchers.count(completion.magic_matcher),
+        sum(isinstance(cb, hooks.CellFiles) for cb in ip.events.callbacks["pre_run_cell"]),
         sum(type(c).__name__ == "MsDebug" for c in ip.configurables),
         os.environ.get("GLOG_v"),
         any(type(f).__name__ == "_ImportWatcher" for f in sys.meta_path),
@@ -159,7 +159,10 @@ with provisionalcompleter():
     for line in out[1:4]:
         assert line.startswith("usage error: MindSpore is not installed in this environment (")
         assert line.endswith('install it with: pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)')
-    assert out[4] == '  note        MindSpore is not installed here; pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+    assert (
+        out[4]
+        == '  note        MindSpore is not installed here; pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+    )
     assert out[5] == "['graph', 'pynative']"
 
 

@@ -13,10 +13,22 @@ from msdebug.dumps import DumpFormatError, IrFile, parse_ir
 _SAMPLE = next((Path(__file__).parent / "data/rdr_mode2/rank_0/rdr").glob("PIPELINE.12_optimize.*.ir"))
 REAL_LINES = _SAMPLE.read_text(encoding="utf-8").splitlines()
 SHAPES = [
-    "subgraph @g(%para1_x) {", "}", "  Return(%0)", "# IR entry: @g", "# Total subgraphs: 2",
-    "Total number of nodes: 9", "%para1_x: <Tensor[Float32], (1)>", "# Attrs:", "k: v",
-    "  %0(a) = call @g(%1)", "  %1() = %0[@FuncUnion(@a, @b)]()", "      : (<x>) -> (<y>)",
-    "      # In file /p.py:1~2, 3~4/code/", "      # In file :/", "      # Scope: (", "subgraph @(",
+    "subgraph @g(%para1_x) {",
+    "}",
+    "  Return(%0)",
+    "# IR entry: @g",
+    "# Total subgraphs: 2",
+    "Total number of nodes: 9",
+    "%para1_x: <Tensor[Float32], (1)>",
+    "# Attrs:",
+    "k: v",
+    "  %0(a) = call @g(%1)",
+    "  %1() = %0[@FuncUnion(@a, @b)]()",
+    "      : (<x>) -> (<y>)",
+    "      # In file /p.py:1~2, 3~4/code/",
+    "      # In file :/",
+    "      # Scope: (",
+    "subgraph @(",
 ]
 line = st.one_of(st.sampled_from(REAL_LINES), st.sampled_from(SHAPES), st.text(max_size=80))
 

@@ -7,8 +7,8 @@ import pytest
 from msdebug import keys
 from msdebug.backend import get_backend
 from msdebug.errors import InvalidValueError, UnknownKeyError
+from msdebug.ipython.magics.context import CONTEXT
 from msdebug.keys import CATALOG, GROUPS, SHORTHANDS, UNSET, lookup
-from msdebug.magics import parse_line
 
 
 def test_every_live_key_of_the_installed_mindspore_is_described():
@@ -51,7 +51,7 @@ def test_every_entry_is_complete(name):
         assert key.part_of[0] in CATALOG
     if key.default in (None, UNSET) or name in _UNSETTABLE_DEFAULTS:
         return
-    assignments, _, _ = parse_line(f"{name}={key.kind.typed(key.default)}")
+    assignments = CONTEXT.parse(f"{name}={key.kind.typed(key.default)}").settings
     assert key.coerce(assignments[name]) == key.default
 
 
@@ -61,7 +61,17 @@ _UNSETTABLE_DEFAULTS = {"print_file_path", "env_config_path", "op_precision_mode
 
 @pytest.mark.parametrize(
     "typed, expected",
-    [("graph", 0), ("GRAPH", 0), ("GRAPH_MODE", 0), ("0", 0), ("pynative", 1), ("PYNATIVE_MODE", 1), ("1", 1), (0, 0), (1, 1)],
+    [
+        ("graph", 0),
+        ("GRAPH", 0),
+        ("GRAPH_MODE", 0),
+        ("0", 0),
+        ("pynative", 1),
+        ("PYNATIVE_MODE", 1),
+        ("1", 1),
+        (0, 0),
+        (1, 1),
+    ],
 )
 def test_mode_spellings(typed, expected):
     assert CATALOG["mode"].coerce(typed) == expected
@@ -87,7 +97,9 @@ def test_save_graphs_accepts_true_as_two_like_mindspore():
     assert CATALOG["save_graphs"].coerce("false") == 0
 
 
-@pytest.mark.parametrize("typed, expected", [("CPU", ("CPU", None)), ("cpu:0", ("CPU", 0)), ("Ascend:3", ("Ascend", 3))])
+@pytest.mark.parametrize(
+    "typed, expected", [("CPU", ("CPU", None)), ("cpu:0", ("CPU", 0)), ("Ascend:3", ("Ascend", 3))]
+)
 def test_device_shorthand(typed, expected):
     assert SHORTHANDS["device"].coerce(typed) == expected
 

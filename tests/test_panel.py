@@ -130,7 +130,7 @@ def test_the_extension_adds_and_removes_its_post_run_cell_hook():
     result = run_python(
         """
 from IPython.testing.globalipapp import start_ipython
-from msdebug.extension import hold_during_cell, refresh_after_cell
+from msdebug.ipython.hooks import hold_during_cell, refresh_after_cell
 ip = start_ipython()
 hooks = lambda: ip.events.callbacks["post_run_cell"].count(refresh_after_cell) + ip.events.callbacks["pre_run_cell"].count(hold_during_cell)
 ip.run_line_magic("load_ext", "msdebug"); a = hooks()
@@ -147,10 +147,11 @@ print(a, b, c, "mindspore" in sys.modules, "ipywidgets" in sys.modules)
 def test_the_rdr_section_is_written_to_a_new_file_where_rdr_exists(tmp_path):
     # RDR exists only up to MindSpore 2.7.0; this environment has 2.10, so the panel's
     # model is asked about 2.7.0 directly. The file itself is checked by MindSpore 2.10.
-    from msdebug import controls
+    from msdebug.ipython import controls
+    from msdebug.recorders.envconfig import rdr_unavailable
 
-    assert controls.rdr_unavailable("2.7.0") == ""
-    path = controls.write_env_config(controls.check_rdr(True, 2, str(tmp_path)))
+    assert rdr_unavailable("2.7.0") == ""
+    path = str(controls.write_rdr(True, 2, str(tmp_path)))
     result = run_python(
         f"import mindspore as ms\nms.set_context(env_config_path={path!r})\nprint(ms.get_context('env_config_path'))"
     )

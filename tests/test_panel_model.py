@@ -11,10 +11,12 @@ import mindspore as ms
 import pytest
 
 import msdebug
-from msdebug import controls, settings
+from msdebug import settings
 from msdebug.backend import DeviceState
 from msdebug.errors import InvalidValueError
+from msdebug.ipython import controls
 from msdebug.keys import CATALOG
+from msdebug.recorders.envconfig import rdr_unavailable
 
 from helpers import run_python
 
@@ -70,11 +72,11 @@ def test_device_lock_reasons():
     fresh = DeviceState("CPU", 0, configured=False, started=False, supported=("CPU",))
     chosen = fresh._replace(device_id=1, configured=True)
     started = fresh._replace(started=True)
-    assert controls.device_lock(fresh) == ""
-    assert controls.device_lock(chosen) == (
+    assert settings.device_lock(fresh) == ""
+    assert settings.device_lock(chosen) == (
         "mindspore.set_device() already chose CPU:1; MindSpore allows it once per process"
     )
-    assert controls.device_lock(started) == "the runtime started on CPU:0, so the device is fixed for this process"
+    assert settings.device_lock(started) == "the runtime started on CPU:0, so the device is fixed for this process"
     assert controls.unsupported_targets(fresh) == {
         "GPU": "this MindSpore build cannot run on GPU (it supports CPU)",
         "Ascend": "this MindSpore build cannot run on Ascend (it supports CPU)",
@@ -82,14 +84,17 @@ def test_device_lock_reasons():
 
 
 def test_rdr_is_greyed_out_on_versions_that_removed_it():
-    assert controls.rdr_unavailable("2.7.0") == ""
-    assert controls.rdr_unavailable("2.7.1").startswith("MindSpore 2.7.1 has no Running Data Recorder")
-    assert controls.rdr_unavailable("2.10.0").startswith("MindSpore 2.10.0 has no Running Data Recorder")
+    assert rdr_unavailable("2.7.0") == ""
+    assert rdr_unavailable("2.7.1").startswith("MindSpore 2.7.1 has no Running Data Recorder")
+    assert rdr_unavailable("2.10.0").startswith("MindSpore 2.10.0 has no Running Data Recorder")
 
 
 def test_rdr_fields_are_checked_as_mindspore_checks_them():
-    assert controls.check_rdr(True, 2, "/tmp/rdr") == {"enable": True, "mode": 2, "path": "/tmp/rdr/"}
-    assert controls.check_rdr(False, 1, "") == {"enable": False, "mode": 1}
+    path = controls.write_rdr(True, 2, "/tmp/rdr")
+    assert json.loads(path.read_text()) == {"rdr": {"enable": True, "mode": 2, "path": "/tmp/rdr/"}}
+    assert json.loads(controls.write_rdr(False, 1, "", based_on=str(path)).read_text()) == {
+        "rdr": {"enable": False, "mode": 1}
+    }
     bad = [
         ((1, 1, ""), "rdr.enable must be true or false (a JSON boolean), got 1."),
         ((True, 3, ""), "rdr.mode must be 1 ("),
@@ -101,19 +106,26 @@ def test_rdr_fields_are_checked_as_mindspore_checks_them():
     ]
     for args, message in bad:
         with pytest.raises(InvalidValueError) as caught:
-            controls.check_rdr(*args)
+            controls.write_rdr(*args)
         assert str(caught.value).startswith(message)
 
 
-def test_a_new_env_config_keeps_the_other_sections_and_overwrites_nothing(tmp_path):
+def test_a_new_env_config_keeps_mem_reuse_overwrites_nothing_and_leaves_no_file_per_click(tmp_path):
     original = tmp_path / "env.json"
     original.write_text('{"sys": {"mem_reuse": false}, "rdr": {"enable": false}}')
-    path = controls.write_env_config({"enable": True, "mode": 1}, based_on=str(original))
-    assert path != str(original)
+    path = controls.write_rdr(True, 1, "", based_on=str(original))
+    assert path == tmp_path / "mindspore_config.json"  # the working directory, not the user's file
     assert json.loads(original.read_text()) == {"sys": {"mem_reuse": False}, "rdr": {"enable": False}}
-    assert json.loads(open(path).read()) == {"sys": {"mem_reuse": False}, "rdr": {"enable": True, "mode": 1}}
-    assert controls.read_rdr(path) == ({"enable": True, "mode": 1}, "")
-    assert controls.read_rdr(str(tmp_path / "missing.json"))[1].startswith("cannot read ")
+    assert json.loads(path.read_text()) == {"rdr": {"enable": True, "mode": 1}, "sys": {"mem_reuse": False}}
+    # The next click rewrites msdebug's own file in place: one file, however many clicks.
+    assert controls.write_rdr(True, 2, "", based_on=str(path)) == path
+    assert json.loads(path.read_text())["rdr"] == {"enable": True, "mode": 2}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["env.json", "mindspore_config.json"]
+    config, problem = controls.read_rdr(str(path))
+    assert (config.rdr_enable, config.rdr_mode, problem) == (True, 2, "")
+    assert controls.read_rdr(str(tmp_path / "missing.json"))[1].endswith(
+        "missing.json: cannot read it (No such file or directory)."
+    )
 
 
 # --------------------------------------------------------------------------- listeners
@@ -183,7 +195,11 @@ def test_every_kind_of_control_writes_through_apply(ip):
     panel.controls["max_call_depth"].value = 321  # int
     panel.controls["save_graphs_path"].value = "graphs-here"  # text
     panel.controls["jit_config"].value = '{"jit_level": "O1"}'  # JSON
-    assert (ms.get_context("mode"), ms.get_context("pynative_synchronize"), ms.get_context("check_bprop")) == (0, True, True)
+    assert (ms.get_context("mode"), ms.get_context("pynative_synchronize"), ms.get_context("check_bprop")) == (
+        0,
+        True,
+        True,
+    )
     assert (ms.get_context("save_graphs"), ms.get_context("max_call_depth")) == (1, 321)
     assert ms.get_context("save_graphs_path").endswith("/graphs-here")  # MindSpore keeps the real path
     assert panel.controls["save_graphs_path"].value == ms.get_context("save_graphs_path")
@@ -299,7 +315,7 @@ def test_sync_says_where_it_acts(ip):
 
 
 def test_the_print_capture_switch_is_msprint_on(ip):
-    from msdebug.extension import preferences
+    from msdebug.ipython.prefs import preferences
 
     panel = msdebug.panel()
     try:

@@ -156,8 +156,13 @@ SUMMARISED = """Tensor(shape=[1000, 3], dtype=Float32, value=
 
 def test_graph_mode_text_parses_into_strings_and_tensors():
     items = parse_text(GRAPH)
-    assert [type(i).__name__ for i in items] == ["PrintedText", "PrintedTensor", "PrintedTensor", "PrintedTensor",
-                                                  "PrintedText"]
+    assert [type(i).__name__ for i in items] == [
+        "PrintedText",
+        "PrintedTensor",
+        "PrintedTensor",
+        "PrintedTensor",
+        "PrintedText",
+    ]
     np.testing.assert_array_equal(items[1].values, np.array([1.5, 2.5], np.float32))
     np.testing.assert_array_equal(items[2].values, np.arange(6, dtype=np.int32).reshape(2, 3))
     assert items[3].values.tolist() == [True, False] and items[4].text == "3"
@@ -194,17 +199,27 @@ def test_hostile_text_is_escaped_in_html():
 
 
 def test_the_cli_prints_a_binary_file(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "msdebug", "print-file", str(DATA / "training.pb")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "msdebug", "print-file", str(DATA / "training.pb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[1:4] == ["step", "Int32 scalar", "0"]
     (tmp_path / "bad.pb").write_bytes(b"\x0a\x40\xff\xfe")
-    out = subprocess.run([sys.executable, "-m", "msdebug", "print-file", str(tmp_path / "bad.pb")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "msdebug", "print-file", str(tmp_path / "bad.pb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1 and out.stderr.startswith("msdebug print-file: ") and "byte 0" in out.stderr
 
 
-@pytest.mark.skipif(not os.environ.get("MSDEBUG_MS270_PYTHON"), reason="set MSDEBUG_MS270_PYTHON to a python with MindSpore 2.7.0")
+@pytest.mark.skipif(
+    not os.environ.get("MSDEBUG_MS270_PYTHON"), reason="set MSDEBUG_MS270_PYTHON to a python with MindSpore 2.7.0"
+)
 def test_mindspore_270_parse_print_agrees_with_the_fixtures():
     code = f"""
 import json, numpy as np, mindspore as ms

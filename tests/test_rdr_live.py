@@ -24,7 +24,7 @@ SCRIPT = """
 import os, warnings
 import numpy as np
 import msdebug
-from msdebug.envconfig import RdrWarning, rdr_status
+from msdebug.recorders.envconfig import RdrWarning, rdr_status
 
 cfg = msdebug.EnvConfig(rdr_enable=True, rdr_mode=2, rdr_path=os.path.abspath("first"))
 cfg.write("mindspore_config.json")
@@ -67,9 +67,7 @@ def test_rdr_exports_where_the_file_says_and_later_settings_are_too_late(tmp_pat
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
     for name in ("MS_RDR_ENABLE", "MS_RDR_MODE", "MS_RDR_PATH"):
         env.pop(name, None)
-    result = subprocess.run(
-        [PYTHON, "live.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
+    result = subprocess.run([PYTHON, "live.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
     assert lines["VERSION"] == "2.7.0 True False"

@@ -111,7 +111,9 @@ def test_snapshot_restore_undoes_raw_set_context_calls(restored, samples):
     for name, value in samples.items():
         ms.set_context(**{name: value})
     report = msdebug.restore(snap)
-    assert {change.key.name for change in report.changes} >= set(samples) - {"pynative_synchronize"} | {"pynative_synchronize"}
+    assert {change.key.name for change in report.changes} >= set(samples) - {"pynative_synchronize"} | {
+        "pynative_synchronize"
+    }
     assert {name: ms.get_context(name) for name in samples} == expected
     assert _raw() == dict(snap)
 

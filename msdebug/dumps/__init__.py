@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError
 from .ir import IrFile, IrGraph, IrNode, SourceLocation, parse_ir, read_ir
 
 __all__ = [

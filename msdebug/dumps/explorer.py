@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import DumpError, DumpFormatError
 from . import cells, graphs, rdr
-from .errors import DumpError, DumpFormatError
 from .ir import IrFile, IrNode, read_ir
 
 __all__ = [
@@ -238,9 +238,7 @@ class Explorer(_Rendered):
             return
         self.saved = graphs.read_graphs_dir(self.path)
         if not any(f.ext in ("ir", "pb", "dot") or f.family == "trace" for f in self.saved.files):
-            raise DumpError(
-                f"{self.path}: neither an RDR tree (rank_*/rdr/) nor a save_graphs directory (.ir files)"
-            )
+            raise DumpError(f"{self.path}: neither an RDR tree (rank_*/rdr/) nor a save_graphs directory (.ir files)")
         self.kind = "graphs"
 
     # -- the pieces every view uses
@@ -286,7 +284,12 @@ class Explorer(_Rendered):
         return repr(self.summary())
 
     def graph(
-        self, name: str | None = None, search: str = "", op: str = "", rank: int | None = None, limit: int = DEFAULT_LIMIT
+        self,
+        name: str | None = None,
+        search: str = "",
+        op: str = "",
+        rank: int | None = None,
+        limit: int = DEFAULT_LIMIT,
     ) -> GraphView:
         """The IR of one graph file: a stage (``'optimize'``), a label or a file name.
 
@@ -315,7 +318,9 @@ class Explorer(_Rendered):
             params=tuple(ir.params),
         )
 
-    def exec_order(self, graph: int | None = None, rank: int | None = None, limit: int = DEFAULT_LIMIT) -> ExecOrderView:
+    def exec_order(
+        self, graph: int | None = None, rank: int | None = None, limit: int = DEFAULT_LIMIT
+    ) -> ExecOrderView:
         """The kernels of graph ``graph`` (default: the first with kernels) in execution order."""
         if self.tree is None:
             raise DumpError(f"{self.path}: execution orders are in RDR trees only (SESSION.graph_exec_order.*)")
@@ -325,7 +330,9 @@ class Explorer(_Rendered):
             orders = [f for f in orders if f.graph_id == graph]
             if not orders:
                 ids = ", ".join(str(f.graph_id) for f in where.of_kind("exec_order"))
-                raise DumpError(f"rank {where.rank} has no execution order of graph {graph}; it has graphs {ids or 'none'}")
+                raise DumpError(
+                    f"rank {where.rank} has no execution order of graph {graph}; it has graphs {ids or 'none'}"
+                )
         if not orders:
             raise DumpError(f"rank {where.rank} has no execution order (mode 1 without a failure exports none)")
         order = None
@@ -334,7 +341,11 @@ class Explorer(_Rendered):
             if order.entries or graph is not None:
                 break
         ir_path = next(
-            (f.path for f in where.of_kind("graph") if f.name == f"graph_build.{order.entries[0].graph_id if order.entries else -1}"),
+            (
+                f.path
+                for f in where.of_kind("graph")
+                if f.name == f"graph_build.{order.entries[0].graph_id if order.entries else -1}"
+            ),
             None,
         )
         nodes = _kernel_nodes(self._ir(ir_path)) if ir_path else []
@@ -412,7 +423,9 @@ class Explorer(_Rendered):
         rows.sort(key=lambda r: order[r.change])
         ops_a, ops_b = a.op_counts(), b.op_counts()
         op_changes = tuple(
-            (op, ops_a.get(op, 0), ops_b.get(op, 0)) for op in sorted(set(ops_a) | set(ops_b)) if ops_a.get(op) != ops_b.get(op)
+            (op, ops_a.get(op, 0), ops_b.get(op, 0))
+            for op in sorted(set(ops_a) | set(ops_b))
+            if ops_a.get(op) != ops_b.get(op)
         )
         for change in ("appeared", "vanished", "changed"):
             counts.setdefault(change, 0)
@@ -422,7 +435,7 @@ class Explorer(_Rendered):
 
     def pb(self, name: str, rank: int | None = None) -> PbSummary:
         """A ``.pb`` graph file (RDR ``SESSION.graph_build.<gid>`` or ``ms_output_*``)."""
-        from .. import backend
+        from ..backend.protos import anf_ir_model
 
         if self.tree is not None:
             path = self.tree.rank(rank).find(name, kinds=("graph_pb",)).path
@@ -438,7 +451,7 @@ class Explorer(_Rendered):
         except OSError as error:
             raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
         try:
-            model = backend.anf_ir_model(data)
+            model = anf_ir_model(data)
         except ValueError as error:
             raise DumpFormatError(f"{path}: not a mindspore.irpb.ModelProto ({error})") from None
         if model is None:

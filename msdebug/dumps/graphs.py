@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DumpError
+from ..errors import DumpError
 
 __all__ = ["FAMILIES", "GraphFile", "GraphsDir", "classify", "read_graphs_dir"]
 

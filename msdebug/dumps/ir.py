@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError
 
 __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
 
@@ -378,7 +378,9 @@ class _Scan:
                     self.close_graph(base + start + 1)
                 name, _, params = match.group(1).decode("utf-8", "replace").partition("(")
                 name, _, parent = name.partition(" parent: [subgraph @")
-                self.graph = IrGraph(name, params.rsplit(")", 1)[0], lineno, self.location, base + start + 1, ir._loader)
+                self.graph = IrGraph(
+                    name, params.rsplit(")", 1)[0], lineno, self.location, base + start + 1, ir._loader
+                )
                 self.graph.parent = parent.rstrip("]")
                 ir.graphs.append(self.graph)
                 self.location = ""

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError
 from .ir import looks_binary
 
 __all__ = [
@@ -124,7 +124,9 @@ def parse_rdr_name(path: str | os.PathLike) -> RdrFile | None:
     except OSError:
         size = 0
     counter = match["counter"]
-    return RdrFile(path, match["module"], match["name"], match["ts"], int(counter) if counter else None, match["ext"], size)
+    return RdrFile(
+        path, match["module"], match["name"], match["ts"], int(counter) if counter else None, match["ext"], size
+    )
 
 
 @dataclass
@@ -159,7 +161,9 @@ class RdrRank:
 
         labels = [f.label for f in candidates] + [f.stage[1] for f in candidates if f.stage]
         if matches:
-            raise DumpError(f"{text!r} matches {len(matches)} files of rank {self.rank}: {', '.join(f.label for f in matches[:6])}")
+            raise DumpError(
+                f"{text!r} matches {len(matches)} files of rank {self.rank}: {', '.join(f.label for f in matches[:6])}"
+            )
         raise DumpError(f"no IR file of rank {self.rank} is called {text!r}." + did_you_mean(text, labels))
 
 

@@ -102,7 +102,12 @@ def _html_row(row) -> str:
     status = esc(status_text(row.key)) + (tag("div", esc(row.note), "ms-note", NOTE) if row.note else "")
     cells = (
         tag("td", tag("code", esc(row.key.name)), style=f"{LEFT};{CHANGED_MARK}" if row.changed else LEFT),
-        tag("td", tag("code", esc(value_text(row.key, row.value))), "ms-value", f"{LEFT};{STRONG}" if row.changed else LEFT),
+        tag(
+            "td",
+            tag("code", esc(value_text(row.key, row.value))),
+            "ms-value",
+            f"{LEFT};{STRONG}" if row.changed else LEFT,
+        ),
         tag("td", tag("code", esc(value_text(row.key, row.default))), style=LEFT),
         tag("td", esc(platforms_text(row.key)), style=LEFT),
         tag("td", status, style=LEFT),
@@ -160,7 +165,8 @@ def text_key_info(info) -> str:
 def html_key_info(info) -> str:
     key = info.key
     rows = "".join(
-        tag("tr", tag("th", esc(name), style=LEFT) + tag("td", esc(text), style=LEFT)) for name, text in _info_fields(info)
+        tag("tr", tag("th", esc(name), style=LEFT) + tag("td", esc(text), style=LEFT))
+        for name, text in _info_fields(info)
     )
     title = tag("div", tag("code", esc(key.name)) + esc(f" ({key.kind.label})"), "ms-summary", STRONG)
     return tag("div", title + tag("div", esc(key.help)) + f"<table>{rows}</table>", "msdebug")

@@ -56,7 +56,10 @@ def _table(headers: list[str], rows: list[list[str]], styles: list[str] | None =
     """``rows`` hold escaped HTML; ``styles`` one inline style per column."""
     styles = styles or [LEFT] * len(headers)
     head = "".join(tag("th", esc(h), style=LEFT) for h in headers)
-    body = "".join("<tr>" + "".join(tag("td", cell, style=s) for cell, s in zip(row, styles, strict=True)) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(tag("td", cell, style=s) for cell, s in zip(row, styles, strict=True)) + "</tr>"
+        for row in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -94,7 +97,11 @@ def text_summary(summary) -> str:
     lines = _summary_lines(summary)
     for rank in summary.ranks:
         if rank.rank is not None:
-            when = f", recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "") if rank.first else ""
+            when = (
+                f", recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
+                if rank.first
+                else ""
+            )
             lines += ["", f"rank {rank.rank} ({rank.path}){when}"]
         for group in rank.groups:
             lines.append(f"  {group.count:>5}  {size_text(group.size):>9}  {group.title}")
@@ -120,7 +127,11 @@ def html_summary(summary) -> str:
         parts.append(_note(hint))
     for rank in summary.ranks:
         if rank.rank is not None:
-            when = f" · recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "") if rank.first else ""
+            when = (
+                f" · recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
+                if rank.first
+                else ""
+            )
             parts.append(tag("div", esc(f"rank {rank.rank}") + tag("span", esc(f" {rank.path}{when}"), style=NOTE)))
         rows = [[esc(g.title), esc(g.count), esc(size_text(g.size))] for g in rank.groups]
         parts.append(_table(["files", "count", "size"], rows))
@@ -133,8 +144,14 @@ def html_summary(summary) -> str:
                 for s in shown
             ]
             parts.append(
-                tag("details", tag("summary", esc(f"pipeline stages in pipeline order ({_showing(len(shown), len(rank.stages), 'stages')})"))
-                    + _table(["#", "stage", "file", "size"], rows))
+                tag(
+                    "details",
+                    tag(
+                        "summary",
+                        esc(f"pipeline stages in pipeline order ({_showing(len(shown), len(rank.stages), 'stages')})"),
+                    )
+                    + _table(["#", "stage", "file", "size"], rows),
+                )
             )
         if rank.unknown:
             parts.append(_note(f"not RDR files: {', '.join(rank.unknown[:10])}"))
@@ -194,8 +211,13 @@ def html_graph(view) -> str:
         for row in view.rows
     ]
     mono = _MONO
-    parts.append(_table(["line", "node", "op", "scope", "inputs", "output", "source", "code"], rows,
-                        [LEFT, mono, LEFT, mono, mono, mono, mono, LEFT]))
+    parts.append(
+        _table(
+            ["line", "node", "op", "scope", "inputs", "output", "source", "code"],
+            rows,
+            [LEFT, mono, LEFT, mono, mono, mono, mono, LEFT],
+        )
+    )
     return tag("div", "".join(parts), cls="msdebug-dump")
 
 
@@ -235,8 +257,11 @@ def html_exec_order(view) -> str:
         "div",
         tag("div", esc(_exec_head(view)), style=STRONG)
         + _note(_showing(len(view.rows), view.total, "kernels"))
-        + _table(["#", "op", "kernel", "IR node", "source", "code", "memory"], rows,
-                 [LEFT, LEFT, _MONO, _MONO, _MONO, LEFT, LEFT]),
+        + _table(
+            ["#", "op", "kernel", "IR node", "source", "code", "memory"],
+            rows,
+            [LEFT, LEFT, _MONO, _MONO, _MONO, LEFT, LEFT],
+        ),
         cls="msdebug-dump",
     )
 
@@ -265,8 +290,13 @@ def text_memory(view) -> str:
 
 def html_memory(view) -> str:
     rows = [
-        [esc(row.name), esc(f"{size_text(row.inputs)} ({row.count[0]})"), esc(f"{size_text(row.workspaces)} ({row.count[1]})"),
-         esc(f"{size_text(row.outputs)} ({row.count[2]})"), tag("b", esc(size_text(row.total)))]
+        [
+            esc(row.name),
+            esc(f"{size_text(row.inputs)} ({row.count[0]})"),
+            esc(f"{size_text(row.workspaces)} ({row.count[1]})"),
+            esc(f"{size_text(row.outputs)} ({row.count[2]})"),
+            tag("b", esc(size_text(row.total))),
+        ]
         for row in view.rows
     ]
     return tag(
@@ -306,8 +336,13 @@ def text_diff(diff) -> str:
 def html_diff(diff) -> str:
     colour = {"appeared": "color:#1a7f37", "vanished": "color:#cf222e", "changed": "color:#9a6700"}
     rows = [
-        [tag("span", esc(row.change), style=colour[row.change]), tag("b", esc(row.op)), esc(row.key),
-         esc(row.before), esc(row.after)]
+        [
+            tag("span", esc(row.change), style=colour[row.change]),
+            tag("b", esc(row.op)),
+            esc(row.key),
+            esc(row.before),
+            esc(row.after),
+        ]
         for row in diff.rows
     ]
     ops = ", ".join(f"{esc(op)} {a}→{b}" for op, a, b in diff.op_changes[:_MAX_OPS])
@@ -393,7 +428,14 @@ def html_rdr_status(status) -> str:
     if status.exported:
         shown = status.exported[:10]
         items = "".join(tag("li", esc(p)) for p in shown)
-        parts.append(tag("ul", items) + (_note(f"showing {len(shown)} of {len(status.exported)} files") if len(shown) < len(status.exported) else ""))
+        parts.append(
+            tag("ul", items)
+            + (
+                _note(f"showing {len(shown)} of {len(status.exported)} files")
+                if len(shown) < len(status.exported)
+                else ""
+            )
+        )
     for note in status.notes:
         parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
     return tag("div", "".join(parts), cls="msdebug-dump")
@@ -403,9 +445,7 @@ def html_rdr_status(status) -> str:
 
 
 def _save_graphs_head(status) -> str:
-    from ..savegraphs import LEVELS
-
-    state = f"level {status.level} ({LEVELS.get(status.level, '?')})" if status.level else "off"
+    state = f"level {status.level} ({status.level_name})" if status.level else "off"
     return f"save_graphs: {state}, into {status.path} (set through the {status.via})"
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from ..printfile import PrintedTensor, PrintLog
+from typing import TYPE_CHECKING
+
 from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
+
+if TYPE_CHECKING:
+    from ..printfile import PrintedTensor, PrintLog
 
 __all__ = ["html_print_log", "text_print_log", "tensor_summary", "MAX_ITEMS"]
 
@@ -11,6 +15,11 @@ MAX_ITEMS = 200
 _MAX_TENSOR_CHARS = 4000
 _OPEN_BELOW = 12  # tensors printed in fewer lines are shown open
 _PRE = "margin:0;white-space:pre-wrap"
+
+
+def _is_tensor(item) -> bool:
+    """Items are strings or tensors (``PrintedTensor``): a tensor has a shape."""
+    return hasattr(item, "shape")
 
 
 def _number(value) -> str:
@@ -36,9 +45,9 @@ def tensor_summary(tensor: PrintedTensor) -> str:
 
 def _header(log: PrintLog, shown: int) -> str:
     items = log.items
-    tensors = [item for item in items if isinstance(item, PrintedTensor)]
+    tensors = [item for item in items if _is_tensor(item)]
     partial = sum(1 for t in tensors if t.partial)
-    lines = sum(1 for item in items if not isinstance(item, PrintedTensor))
+    lines = sum(1 for item in items if not _is_tensor(item))
     text = f"{lines} text line{'s' * (lines != 1)} · {len(tensors)} tensor{'s' * (len(tensors) != 1)}"
     if partial:
         text += f" ({partial} partial)"
@@ -55,8 +64,7 @@ def text_print_log(log: PrintLog) -> str:
     """Captured output: exactly the text printed. A binary file: one line per item."""
     if log.source == "binary file":
         body = "\n".join(
-            f"{tensor_summary(item)}\n{item.values!s}" if isinstance(item, PrintedTensor) else str(item)
-            for item in log.items
+            f"{tensor_summary(item)}\n{item.values!s}" if _is_tensor(item) else str(item) for item in log.items
         )
         text = f"{_header(log, len(log.items))}\n{body}"
     else:
@@ -82,7 +90,7 @@ def html_print_log(log: PrintLog) -> str:
     parts = [tag("div", esc(_header(log, len(items))), cls="ms-summary", style=f"{STRONG};{NOTE}")]
     run: list[str] = []
     for item in items:
-        if isinstance(item, PrintedTensor):
+        if _is_tensor(item):
             if run:
                 parts.append(tag("pre", esc("\n".join(run)), style=_PRE))
                 run = []

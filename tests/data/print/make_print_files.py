@@ -21,9 +21,18 @@ from mindspore.train import print_pb2
 HERE = pathlib.Path(__file__).parent
 
 _KINDS = {
-    "Bool": np.bool_, "Int8": np.int8, "Int16": np.int16, "Int32": np.int32, "Int64": np.int64,
-    "UInt8": np.uint8, "UInt16": np.uint16, "UInt32": np.uint32, "UInt64": np.uint64,
-    "Float16": np.float16, "Float32": np.float32, "Float64": np.float64,
+    "Bool": np.bool_,
+    "Int8": np.int8,
+    "Int16": np.int16,
+    "Int32": np.int32,
+    "Int64": np.int64,
+    "UInt8": np.uint8,
+    "UInt16": np.uint16,
+    "UInt32": np.uint32,
+    "UInt64": np.uint64,
+    "Float16": np.float16,
+    "Float32": np.float32,
+    "Float64": np.float64,
 }
 
 
@@ -39,15 +48,24 @@ def all_dtypes() -> tuple[bytes, list]:
     for kind, dtype in _KINDS.items():
         message = print_pb2.Print()
         message.value.add().desc = f"{kind}:"
-        array = (np.arange(6).reshape(2, 3) % 2).astype(dtype) if kind == "Bool" else (
-            np.arange(-2, 4).reshape(2, 3).astype(dtype) if not kind.startswith("U") else np.arange(6).reshape(2, 3).astype(dtype)
+        array = (
+            (np.arange(6).reshape(2, 3) % 2).astype(dtype)
+            if kind == "Bool"
+            else (
+                np.arange(-2, 4).reshape(2, 3).astype(dtype)
+                if not kind.startswith("U")
+                else np.arange(6).reshape(2, 3).astype(dtype)
+            )
         )
         _tensor(message.value.add(), kind, array)
         scalar = np.array([7], dtype=dtype) if kind != "Bool" else np.array([True])
         _tensor(message.value.add(), kind, scalar, dims=[])
         out += message.SerializeToString()
-        expected += [{"text": f"{kind}:"}, {"dtype": kind, "shape": [2, 3], "values": array.tolist()},
-                     {"dtype": kind, "shape": [], "values": scalar[0].item()}]
+        expected += [
+            {"text": f"{kind}:"},
+            {"dtype": kind, "shape": [2, 3], "values": array.tolist()},
+            {"dtype": kind, "shape": [], "values": scalar[0].item()},
+        ]
     # BFloat16: the top 16 bits of float32 (1.5, -2.0, 3.25 are exact in bfloat16).
     message = print_pb2.Print()
     floats = np.array([1.5, -2.0, 3.25], dtype=np.float32)

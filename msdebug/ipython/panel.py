@@ -3,7 +3,7 @@
 The edge: every control writes through :func:`settings.apply` (the validation and backend
 of ``%mscontext``), and every open panel re-reads the context after each write and after
 each cell (:func:`settings.on_change`). Which control a key gets, what it shows and why it
-is locked come from :mod:`msdebug.controls`; ipywidgets is imported only here, and only
+is locked come from :mod:`msdebug.ipython.controls`; ipywidgets is imported only here, and only
 when a panel is built.
 """
 
@@ -14,9 +14,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import MsDebugError, WidgetsMissingError
+from ..views._html import CHANGED_MARK, NOTE, STRONG, esc, tag
 from . import controls
-from .errors import MsDebugError, WidgetsMissingError
-from .views._html import CHANGED_MARK, NOTE, STRONG, esc, tag
 
 __all__ = ["Panel", "panel"]
 
@@ -46,7 +46,7 @@ def panel() -> Panel:
 def _print_capture() -> bool | None:
     """Whether msdebug captures every cell's Print output (``%msprint on``); ``None`` where
     msdebug is not loaded in a shell (there is no cell to capture)."""
-    from .extension import active
+    from .prefs import active
 
     prefs = active()
     return None if prefs is None else bool(prefs.print_capture)
@@ -67,7 +67,7 @@ class Panel:
 
     def __init__(self) -> None:
         self._w = _ipywidgets()
-        from . import settings
+        from .. import settings
 
         self._settings = settings
         self.error = ""
@@ -108,12 +108,17 @@ class Panel:
             if title == "Debugging":
                 rows += self._capture_row() + self._rdr_row()
             parts.append(self._make(w.VBox, children=rows))
-        groups = [self._make(w.VBox, children=[self._row(state) for state in states]) for _, states in self.model.groups]
+        groups = [
+            self._make(w.VBox, children=[self._row(state) for state in states]) for _, states in self.model.groups
+        ]
         self.accordion = self._make(w.Accordion, children=groups, selected_index=None)
         for index, (title, states) in enumerate(self.model.groups):
             self.accordion.set_title(index, f"{title} ({len(states)})")
         count = sum(len(states) for _, states in self.model.groups)
-        parts += [self._make(w.HTML, value=tag("div", esc(f"All settings ({count} more keys)"), style=_HEADER)), self.accordion]
+        parts += [
+            self._make(w.HTML, value=tag("div", esc(f"All settings ({count} more keys)"), style=_HEADER)),
+            self.accordion,
+        ]
         legend = "marked and bold: differs from its default · greyed out: locked, the note says why"
         parts.append(self._make(w.HTML, value=tag("div", esc(legend), style=f"{NOTE};font-size:11px")))
         return self._make(w.VBox, children=parts, layout=w.Layout(max_width="980px"))
@@ -133,7 +138,9 @@ class Panel:
         kind, shown = control.widget, state.shown
         if kind == "targets":
             for target, _ in control.options:
-                button = self._make(w.ToggleButton, description=target, value=target == shown, layout=w.Layout(width="80px"))
+                button = self._make(
+                    w.ToggleButton, description=target, value=target == shown, layout=w.Layout(width="80px")
+                )
                 button.observe(self._guarded(lambda change, target=target: self._pick_target(target, change)), "value")
                 self.targets[target] = button
             return self._make(w.HBox, children=list(self.targets.values()))
@@ -142,16 +149,25 @@ class Panel:
         elif kind == "dropdown":
             widget = self._make(w.Dropdown, options=control.options, value=shown, layout=w.Layout(width="200px"))
         elif kind == "switch":
-            widget = self._make(w.ToggleButton, value=shown, description="on" if shown else "off", layout=w.Layout(width="80px"))
+            widget = self._make(
+                w.ToggleButton, value=shown, description="on" if shown else "off", layout=w.Layout(width="80px")
+            )
         elif kind == "checkbox":
             widget = self._make(w.Checkbox, value=shown, indent=False, layout=w.Layout(width="auto"))
         elif kind == "bounded_int":
-            widget = self._make(w.BoundedIntText, value=shown, min=control.low, max=control.high, layout=w.Layout(width="120px"))
+            widget = self._make(
+                w.BoundedIntText, value=shown, min=control.low, max=control.high, layout=w.Layout(width="120px")
+            )
         elif kind == "int":
             widget = self._make(w.IntText, value=shown, layout=w.Layout(width="120px"))
         elif kind == "json":
             widget = self._make(
-                w.Textarea, value=shown, continuous_update=False, rows=2, placeholder="{}", layout=w.Layout(width="360px")
+                w.Textarea,
+                value=shown,
+                continuous_update=False,
+                rows=2,
+                placeholder="{}",
+                layout=w.Layout(width="360px"),
             )
         else:
             widget = self._make(w.Text, value=shown, continuous_update=False, layout=w.Layout(width="360px"))
@@ -173,24 +189,33 @@ class Panel:
         w = self._w
         capture = _print_capture()
         self.capture = self._make(
-            w.Checkbox, value=bool(capture), description="every cell", indent=False,
-            disabled=capture is None, layout=w.Layout(width="120px"),
+            w.Checkbox,
+            value=bool(capture),
+            description="every cell",
+            indent=False,
+            disabled=capture is None,
+            layout=w.Layout(width="120px"),
         )
         self.capture.observe(self._guarded(self._set_capture), names="value")
         label = self._make(
-            w.HTML, value=tag("span", esc("print capture"), style="padding-left:7px"),
+            w.HTML,
+            value=tag("span", esc("print capture"), style="padding-left:7px"),
             layout=w.Layout(width=_LABEL_WIDTH, min_width=_LABEL_WIDTH),
         )
         note = self._make(
-            w.HTML, value=tag("span", esc("Print output inline, in order, when each cell ends (%msprint on)"),
-                              style=f"{NOTE};font-size:11px"),
+            w.HTML,
+            value=tag(
+                "span",
+                esc("Print output inline, in order, when each cell ends (%msprint on)"),
+                style=f"{NOTE};font-size:11px",
+            ),
         )
         return [self._make(w.HBox, children=[label, self.capture, note], layout=w.Layout(align_items="center"))]
 
     def _set_capture(self, change) -> None:
         if self._syncing:
             return
-        from .extension import active
+        from .prefs import active
 
         prefs = active()
         if prefs is None:
@@ -201,9 +226,14 @@ class Panel:
     def _rdr_row(self) -> list:
         w = self._w
         self.rdr = {
-            "enable": self._make(w.Checkbox, value=False, description="enable", indent=False, layout=w.Layout(width="90px")),
+            "enable": self._make(
+                w.Checkbox, value=False, description="enable", indent=False, layout=w.Layout(width="90px")
+            ),
             "mode": self._make(
-                w.Dropdown, options=[("1 on failure", 1), ("2 also at exit", 2)], value=1, layout=w.Layout(width="140px")
+                w.Dropdown,
+                options=[("1 on failure", 1), ("2 also at exit", 2)],
+                value=1,
+                layout=w.Layout(width="140px"),
             ),
             "path": self._make(
                 w.Text, value="", placeholder="/absolute/path (default: working dir)", layout=w.Layout(width="260px")
@@ -222,7 +252,9 @@ class Panel:
             value=tag("span", esc("RDR (env_config.json)"), style="padding-left:7px"),
             layout=w.Layout(width=_LABEL_WIDTH, min_width=_LABEL_WIDTH),
         )
-        fields = self._make(w.HBox, children=[label, *self.rdr.values(), self.rdr_button], layout=w.Layout(align_items="center"))
+        fields = self._make(
+            w.HBox, children=[label, *self.rdr.values(), self.rdr_button], layout=w.Layout(align_items="center")
+        )
         return [fields, self._rdr_note]
 
     # ------------------------------------------------------------------ writing
@@ -266,17 +298,17 @@ class Panel:
 
     def _show_first_cell(self, _button=None) -> None:
         code = self.model.first_cell
-        self.first_cell.value = (
-            tag("div", esc("Make this the first cell of a fresh kernel (restart the kernel, then run it):"), style=NOTE)
-            + tag("pre", esc(code), style="margin:2px 0;padding:4px;background:#f4f4f4;user-select:all")
-        )
+        self.first_cell.value = tag(
+            "div", esc("Make this the first cell of a fresh kernel (restart the kernel, then run it):"), style=NOTE
+        ) + tag("pre", esc(code), style="margin:2px 0;padding:4px;background:#f4f4f4;user-select:all")
 
     def _write_rdr(self, _button=None) -> None:
         self.error = ""
-        rdr = controls.check_rdr(self.rdr["enable"].value, self.rdr["mode"].value, self.rdr["path"].value.strip())
         current = self.model["env_config_path"].value if self._has("env_config_path") else ""
-        path = controls.write_env_config(rdr, based_on=current or "")
-        self._settings.apply({"env_config_path": path})
+        path = controls.write_rdr(
+            self.rdr["enable"].value, self.rdr["mode"].value, self.rdr["path"].value.strip(), based_on=current or ""
+        )
+        self._settings.apply({"env_config_path": str(path)})
         self._rdr_note.value = tag("div", esc(f"wrote {path} and set env_config_path to it"), style=NOTE)
 
     def _has(self, name: str) -> bool:
@@ -349,7 +381,11 @@ class Panel:
         if model.device_lock:
             reasons.insert(0, f"locked: {model.device_lock}")
         self._device_note.value = (
-            tag("div", "<br>".join(esc(r) for r in reasons), style=f"{NOTE};font-size:11px;line-height:15px;padding-left:7px")
+            tag(
+                "div",
+                "<br>".join(esc(r) for r in reasons),
+                style=f"{NOTE};font-size:11px;line-height:15px;padding-left:7px",
+            )
             if reasons
             else ""
         )
@@ -368,10 +404,10 @@ class Panel:
         path = model["env_config_path"].value if self._has("env_config_path") else ""
         if path != self._env_config_seen:
             self._env_config_seen = path
-            rdr, problem = controls.read_rdr(path if isinstance(path, str) else "")
-            self.rdr["enable"].value = rdr.get("enable") is True
-            self.rdr["mode"].value = rdr.get("mode") if rdr.get("mode") in (1, 2) else 1
-            self.rdr["path"].value = rdr.get("path") if isinstance(rdr.get("path"), str) else ""
+            config, problem = controls.read_rdr(path if isinstance(path, str) else "")
+            self.rdr["enable"].value = bool(config and config.rdr_enable)
+            self.rdr["mode"].value = (config and config.rdr_mode) or 1
+            self.rdr["path"].value = (config and config.rdr_path) or ""
             if problem and not reason:
                 self._rdr_note.value = tag("div", esc(problem), style=_ERROR)
 
@@ -379,7 +415,7 @@ class Panel:
 
     def text(self) -> str:
         """The panel as plain text: summary, top sections, changed keys."""
-        from .views.panel import text_panel
+        from ..views.panel import text_panel
 
         return text_panel(self.model, self.error)
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import backend as _backend
-from .errors import InvalidValueError, MsDebugError
-from .keys import did_you_mean, version_tuple
+from .. import backend as _backend
+from ..errors import InvalidValueError, MsDebugError
+from ..keys import did_you_mean, version_tuple
 
 __all__ = [
     "ENV_VARS",
@@ -36,6 +36,7 @@ __all__ = [
     "env_settings",
     "rdr_status",
     "rdr_supported",
+    "rdr_unavailable",
 ]
 
 LAST_RDR_VERSION = (2, 7, 0)
@@ -102,9 +103,7 @@ def _check_bool(value: Any, what: str) -> bool:
 
 def _check_mode(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in MODES:
-        raise EnvConfigError(
-            f"rdr.mode must be 1 ({MODES[1]}) or 2 ({MODES[2]}), got {_show(value)}."
-        )
+        raise EnvConfigError(f"rdr.mode must be 1 ({MODES[1]}) or 2 ({MODES[2]}), got {_show(value)}.")
     return value
 
 
@@ -117,6 +116,16 @@ def rdr_supported(version: str | None = None) -> bool:
     """Whether this MindSpore version has RDR (it was removed after 2.7.0)."""
     version = version or _backend.installed_version()
     return version is not None and version_tuple(version) <= LAST_RDR_VERSION
+
+
+def rdr_unavailable(version: str) -> str:
+    """Why RDR cannot be used with MindSpore ``version``, or ``""`` where it exists."""
+    if rdr_supported(version):
+        return ""
+    return (
+        f"MindSpore {version} has no Running Data Recorder (removed after 2.7.0); "
+        "it ignores the rdr section of env_config.json"
+    )
 
 
 def _ignored_note(version: str | None) -> str:
@@ -133,6 +142,8 @@ _TOO_LATE = (
 
 
 # --------------------------------------------------------------------------- EnvConfig
+
+_WRITTEN: set[Path] = set()  # files EnvConfig.write created or rewrote in this process
 
 
 class EnvConfig:
@@ -225,7 +236,11 @@ class EnvConfig:
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         data: dict[str, dict[str, Any]] = {}
-        rdr = {k: v for k, v in (("enable", self.rdr_enable), ("mode", self.rdr_mode), ("path", self.rdr_path)) if v is not None}
+        rdr = {
+            k: v
+            for k, v in (("enable", self.rdr_enable), ("mode", self.rdr_mode), ("path", self.rdr_path))
+            if v is not None
+        }
         if rdr:
             data["rdr"] = rdr
         if self.mem_reuse is not None:
@@ -265,7 +280,13 @@ class EnvConfig:
         except OSError as error:
             raise MsDebugError(f"{target}: cannot write it ({error.strerror or error}).") from None
         self.path = target
+        _WRITTEN.add(target)
         return target
+
+    @staticmethod
+    def wrote(path: str | os.PathLike) -> bool:
+        """Whether msdebug wrote the file at ``path`` in this process (so it may rewrite it)."""
+        return Path(os.path.abspath(os.fspath(path))) in _WRITTEN
 
     # -- applying
 
@@ -294,7 +315,7 @@ class EnvConfig:
                 raise MsDebugError("write the file first, cfg.write('mindspore_config.json'), or pass apply(path=...).")
             if not self.path.exists():
                 self.write(self.path)
-            from . import settings
+            from .. import settings
 
             settings.apply({"env_config_path": str(self.path)})
         for note in notes:
@@ -385,12 +406,12 @@ class RdrStatus:
         raise KeyError(key)
 
     def __repr__(self) -> str:
-        from .views.dumps import text_rdr_status
+        from ..views.dumps import text_rdr_status
 
         return text_rdr_status(self)
 
     def _repr_html_(self) -> str:
-        from .views.dumps import html_rdr_status
+        from ..views.dumps import html_rdr_status
 
         return html_rdr_status(self)
 
@@ -406,7 +427,7 @@ def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = Non
     file_config: EnvConfig | None = None
     extra = list(notes)
     if _backend.is_imported() and version is not None:
-        from . import settings
+        from .. import settings
 
         try:
             config_file = settings.get("env_config_path") or ""
@@ -441,7 +462,7 @@ def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = Non
     path = next(s.value for s in effective if s.key == "rdr.path")
     output = path if isinstance(path, str) and path.startswith("/") else os.getcwd()
     exported: tuple[str, ...] = ()
-    from .dumps.rdr import find_rdr
+    from ..dumps.rdr import find_rdr
 
     try:
         tree = find_rdr(output)
@@ -450,4 +471,3 @@ def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = Non
     if tree is not None:
         exported = tuple(str(f.path) for r in tree.ranks for f in r.files)
     return RdrStatus(version, supported, compiled, config_file, tuple(effective), exported, output, tuple(extra))
-

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import backend as _backend
-from .errors import MsDebugError
+from .. import backend as _backend
+from ..errors import MsDebugError
 
 __all__ = ["SaveGraphsStatus", "configure", "status"]
 
@@ -29,19 +29,24 @@ class SaveGraphsStatus:
     families: tuple[tuple[str, int], ...]
     notes: tuple[str, ...] = ()
 
+    @property
+    def level_name(self) -> str:
+        """What the level dumps: ``"compile stages"`` ... (``"off"`` for 0)."""
+        return LEVELS.get(self.level, "?")
+
     def __repr__(self) -> str:
-        from .views.dumps import text_save_graphs
+        from ..views.dumps import text_save_graphs
 
         return text_save_graphs(self)
 
     def _repr_html_(self) -> str:
-        from .views.dumps import html_save_graphs
+        from ..views.dumps import html_save_graphs
 
         return html_save_graphs(self)
 
 
 def _context_keys() -> bool:
-    from .keys import CATALOG
+    from ..keys import CATALOG
 
     version = _backend.installed_version()
     key = CATALOG["save_graphs"]
@@ -54,7 +59,7 @@ def configure(level: int, path: str | None = None) -> SaveGraphsStatus:
         raise MsDebugError(f"save_graphs level must be 0, 1, 2 or 3, got {level!r}.")
     notes = []
     if _context_keys():
-        from . import settings
+        from .. import settings
 
         values: dict = {"save_graphs": level}
         if path:
@@ -73,11 +78,11 @@ def configure(level: int, path: str | None = None) -> SaveGraphsStatus:
 
 def status(notes: tuple[str, ...] = ()) -> SaveGraphsStatus:
     """The save_graphs level and directory in effect, and the files there so far."""
-    from .dumps.graphs import read_graphs_dir
+    from ..dumps.graphs import read_graphs_dir
 
     notes = list(notes)
     if _context_keys() and _backend.is_imported():
-        from . import settings
+        from .. import settings
 
         level, path, via = int(settings.get("save_graphs")), settings.get("save_graphs_path"), "context"
         env = os.environ.get(ENV_LEVEL)

@@ -1,36 +1,36 @@
 """The settings panel as data: which control each key gets, what it shows, and why it is locked.
 
-Pure functions of the key catalog and a :class:`settings.ContextState`; the widgets
-(:mod:`msdebug.widgets`) and the text view (:mod:`msdebug.views.panel`) both read them, so
-both can be tested without a front end.
+Pure functions of the key catalog and a :class:`settings.ContextState`; the facts themselves
+(the summary, why the device is locked, whether RDR exists, env_config.json) come from the
+modules that own them. The widgets (:mod:`msdebug.ipython.panel`) and the text view
+(:mod:`msdebug.views.panel`) both read this model, so both can be tested without a front end.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .errors import InvalidValueError
-from .keys import ALL_DEVICES, CATALOG, GROUPS, UNREAD, UNSET, Choice, ContextKey, Flag, Integer, Table, version_tuple
+from ..errors import MsDebugError
+from ..keys import ALL_DEVICES, CATALOG, GROUPS, UNREAD, UNSET, Choice, ContextKey, Flag, Integer, Table
+from ..recorders.envconfig import EnvConfig, rdr_unavailable
+from ..settings import device_lock
 
 __all__ = [
     "Control",
     "ControlState",
     "PanelModel",
     "SECTIONS",
-    "WIDGETS",
-    "check_rdr",
     "control_for",
     "from_widget",
     "model",
-    "rdr_unavailable",
     "read_rdr",
     "summary_line",
     "to_widget",
-    "write_env_config",
+    "write_rdr",
 ]
 
 # The keys of the three top sections, in display order; every other live key goes to
@@ -42,12 +42,9 @@ SECTIONS = (
 )
 _TOP = frozenset(name for _, names in SECTIONS for name in names)
 
-# How a value is edited: toggle buttons and dropdowns hold what %mscontext would take after
-# "key=" (so 0 and False never get confused), checkboxes and switches a bool, int boxes an
-# int, text and JSON boxes a str, "targets" one toggle per device.
-WIDGETS = ("toggle_buttons", "dropdown", "switch", "checkbox", "bounded_int", "int", "text", "json", "targets")
-
-_INT_MAX = 2**31 - 1
+# How a value is edited (Control.widget): toggle buttons and dropdowns hold what %mscontext
+# would take after "key=" (so 0 and False never get confused), checkboxes and switches a bool,
+# int boxes an int, text and JSON boxes a str, "targets" one toggle per device.
 _NOT_SET = ("(not set)", "")
 
 
@@ -167,34 +164,17 @@ class PanelModel:
 
 
 def summary_line(state, capture: bool | None = None) -> str:
-    """``GRAPH · CPU:0 · sync off · print capture off`` (capture left out while unknown)."""
-    mode = {0: "GRAPH", 1: "PYNATIVE"}.get(_value(state, "mode"), "?")
-    sync = "sync on (launch_blocking)" if state.launch_blocking else f"sync {'on' if state.sync else 'off'}"
-    parts = [mode, str(state.device), sync]
+    """``GRAPH · CPU:0 · sync off · print capture off`` (capture left out while unknown), from
+    the one summary of :meth:`settings.ContextState.summary_parts`."""
+    parts = state.summary_parts(capture)
+    shown = [parts["mode"], parts["device"], parts["sync"]]
     if capture is not None:
-        parts.append(f"print capture {'on' if capture else 'off'}")
+        shown.append(parts["capture"])
     if state.device.started:
-        parts.append("runtime started")
-    changed = sum(1 for row in state.rows if row.changed)
-    if changed:
-        parts.append(f"{changed} changed")
-    return " · ".join(parts)
-
-
-def _value(state, name: str) -> Any:
-    for row in state.rows:
-        if row.key.name == name:
-            return row.value
-    return None
-
-
-def device_lock(device) -> str:
-    """Why the device controls are locked, or ``""``."""
-    if device.started:
-        return f"the runtime started on {device}, so the device is fixed for this process"
-    if device.configured:
-        return f"mindspore.set_device() already chose {device}; MindSpore allows it once per process"
-    return ""
+        shown.append(parts["runtime"])
+    if not parts["changed"].startswith("0 "):
+        shown.append(parts["changed"])
+    return " · ".join(shown)
 
 
 def unsupported_targets(device) -> dict[str, str]:
@@ -205,16 +185,6 @@ def unsupported_targets(device) -> dict[str, str]:
         for target in ALL_DEVICES
         if target not in device.supported
     }
-
-
-def rdr_unavailable(version: str) -> str:
-    """Why the RDR fields are greyed out on ``version``, or ``""`` where RDR exists."""
-    if version_tuple(version) > (2, 7, 0):
-        return (
-            f"MindSpore {version} has no Running Data Recorder (removed after 2.7.0); "
-            "it ignores the rdr section of env_config.json"
-        )
-    return ""
 
 
 def _disabled(key: ContextKey, state, lock: str) -> str:
@@ -232,7 +202,7 @@ def _disabled(key: ContextKey, state, lock: str) -> str:
 def _note(row, state) -> str:
     target = state.device.target
     parts = [row.note] if row.note else []
-    if row.key.name == "pynative_synchronize" and _value(state, "mode") == 0 and not state.launch_blocking:
+    if row.key.name == "pynative_synchronize" and state.value("mode") == 0 and not state.launch_blocking:
         parts.append("acts on PYNATIVE execution; GRAPH mode runs whole graphs anyway")
     if not row.applies and not row.key.device_filtered:
         parts.append(f"no effect on {target}")
@@ -268,7 +238,7 @@ def model(state, capture: bool | None = None) -> PanelModel:
         if row.key.name not in _TOP:
             by_group.setdefault(row.key.group, []).append(control_state(row))
     groups = tuple((title, tuple(by_group[group])) for group, title in GROUPS if group in by_group)
-    from .backend import first_cell
+    from ..backend import first_cell
 
     return PanelModel(
         summary=summary_line(state, capture),
@@ -284,18 +254,26 @@ def model(state, capture: bool | None = None) -> PanelModel:
 
 
 # --------------------------------------------------------------------------- env_config.json
-# Issue 5 brings msdebug.envconfig; until then the panel checks the rdr section itself.
-# check_rdr is the one place to point at it later.
 
 
+def read_rdr(path: str) -> tuple[EnvConfig | None, str]:
+    """The env_config file at ``path`` (None if there is none), and a one-line problem if it
+    cannot be read or MindSpore would reject it."""
+    if not path:
+        return None, ""
+    try:
+        return EnvConfig.read(path), ""
+    except MsDebugError as error:
+        return None, str(error)
 
-def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
-    """The ``rdr`` section of env_config.json, checked by :class:`msdebug.envconfig.EnvConfig`
-    with MindSpore's own rules (1.6-2.7.0).
 
-    MindSpore only logs a warning for a wrong value and silently uses its default; here a
-    wrong value is an error instead. An empty ``path`` is left out (MindSpore then writes
-    below the working directory).
+def write_rdr(enable: Any, mode: Any, path: str, based_on: str = "") -> Path:
+    """Write the panel's RDR fields (checked by :class:`EnvConfig`, MindSpore's own rules) with
+    ``sys.mem_reuse`` of the file in use, and return the file's path.
+
+    The file is the one ``based_on`` names when msdebug wrote it in this process (rewritten
+    in place), else a new ``mindspore_config.json`` in the working directory; any other file
+    is never overwritten.
 
     Raises
     ------
@@ -303,41 +281,9 @@ def check_rdr(enable: Any, mode: Any, path: str) -> dict[str, Any]:
         For a non-boolean ``enable``, a ``mode`` other than 1 or 2, or a path that is not
         absolute, too long, or uses characters other than ``A-Z a-z 0-9 - _ . /``.
     """
-    from .envconfig import EnvConfig
-
-    return EnvConfig(rdr_enable=enable, rdr_mode=mode, rdr_path=path or None).to_dict()["rdr"]
-
-
-def read_rdr(path: str) -> tuple[dict[str, Any], str]:
-    """The ``rdr`` section of the env_config file at ``path``, and a problem if it has none."""
-    if not path:
-        return {}, ""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as error:
-        return {}, f"cannot read {path}: {error}"
-    rdr = data.get("rdr") if isinstance(data, dict) else None
-    return (rdr, "") if isinstance(rdr, dict) else ({}, "")
-
-
-def write_env_config(rdr: dict[str, Any], based_on: str = "") -> str:
-    """Write a new env_config.json with ``rdr`` and the other sections of ``based_on``.
-
-    Returns its path. The file named by ``based_on`` is never changed: each call writes a
-    fresh file in the temporary directory.
-    """
-    data: dict[str, Any] = {}
-    if based_on:
-        try:
-            with open(based_on, encoding="utf-8") as handle:
-                loaded = json.load(handle)
-        except (OSError, ValueError) as error:
-            raise InvalidValueError(f"env_config_path: cannot read {based_on}: {error}") from None
-        if isinstance(loaded, dict):
-            data.update(loaded)
-    data["rdr"] = rdr
-    handle, path = tempfile.mkstemp(prefix="msdebug-env-config-", suffix=".json")
-    with os.fdopen(handle, "w", encoding="utf-8") as file:
-        json.dump(data, file, indent=2)
-    return path
+    base, _ = read_rdr(based_on)
+    config = EnvConfig(
+        rdr_enable=enable, rdr_mode=mode, rdr_path=path or None, mem_reuse=base.mem_reuse if base else None
+    )
+    ours = bool(based_on) and EnvConfig.wrote(based_on)
+    return config.write(based_on if ours else os.path.abspath("mindspore_config.json"), overwrite=ours)

@@ -1,46 +1,22 @@
-"""The only module that imports MindSpore.
+"""MindSpore's context through one object: read without freezing, write validated values.
 
-It imports it lazily, reads the context without freezing anything, writes validated
-values, and absorbs the differences between MindSpore 2.7.0 and 2.10.
+Absorbs the differences between MindSpore 2.7.0 and 2.10.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import functools
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import logging
 import os
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from .errors import DeviceLockedError, MindSporeMissingError, MindSporeRefusedError
+from ..errors import DeviceLockedError, MindSporeMissingError, MindSporeRefusedError
+from .version import INSTALL_HINT
 
-__all__ = [
-    "Backend",
-    "DeviceState",
-    "INSTALL_HINT",
-    "get_backend",
-    "anf_ir_model",
-    "capture_pristine",
-    "first_cell",
-    "graph_compiled",
-    "track_compiles",
-    "untrack_compiles",
-    "installed_version",
-    "is_imported",
-    "machine_default",
-    "package_version",
-    "unwatch",
-    "watch_first_import",
-]
-
-INSTALL_HINT = 'pip install "msdebug[mindspore]"  (MindSpore 2.7.0-2.10.x with numpy<2)'
+__all__ = ["Backend", "DeviceState", "first_cell", "machine_default"]
 
 # Versions whose set_context body msdebug has read and tested: within this range msdebug
 # calls MindSpore's own per-key setter after validating the value itself, exactly as
@@ -58,27 +34,6 @@ _ATTRIBUTE_KEYS = (
     "ascend_config",
     "gpu_config",
 )
-
-
-def package_version(name: str) -> str | None:
-    """An installed package's version from its metadata, without importing it."""
-    import importlib.metadata  # costs milliseconds: only when asked
-
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-@functools.lru_cache(maxsize=1)
-def installed_version() -> str | None:
-    """MindSpore's version (asked on every completion, so remembered)."""
-    return package_version("mindspore")
-
-
-def is_imported() -> bool:
-    """Whether anything in this process has imported MindSpore yet."""
-    return sys.modules.get("mindspore") is not None
 
 
 def first_cell(target: str, device_id: int | None) -> str:
@@ -120,8 +75,7 @@ class Backend:
             import mindspore
         except ImportError as error:
             raise MindSporeMissingError(
-                f"MindSpore is not installed in this environment ({sys.executable}); "
-                f"install it with: {INSTALL_HINT}"
+                f"MindSpore is not installed in this environment ({sys.executable}); install it with: {INSTALL_HINT}"
             ) from error
         from mindspore import context as ms_context
         from mindspore._c_expression import (
@@ -132,7 +86,7 @@ class Backend:
         )
         from mindspore.hal.device import is_initialized
 
-        from .keys import ALL_DEVICES, CATALOG, version_tuple
+        from ..keys import ALL_DEVICES, CATALOG, version_tuple
 
         self.ms = mindspore
         self.version: str = mindspore.__version__
@@ -180,10 +134,6 @@ class Backend:
             return self._devices.get_device_id()
         if name in self._frozen_by_reading:
             raise KeyError(f"{name} is never read: reading it would freeze it")
-        if name == "print_file_path" and not self.writes_print_files():
-            from .capture import active_print_file
-
-            return active_print_file()
         if name in self._attributes:
             return getattr(self._ctx, name)
         return self._handle.get_param(self._params[name])
@@ -214,7 +164,7 @@ class Backend:
 
     def writes_print_files(self) -> bool:
         """Whether MindSpore itself honours ``print_file_path`` here (only on Ascend; on CPU
-        and GPU it ignores the key, and msdebug writes the file instead)."""
+        and GPU it ignores the key)."""
         return self.read("device_target") == "Ascend"
 
     def launch_blocking(self) -> bool:
@@ -225,11 +175,6 @@ class Backend:
 
     def write(self, name: str, value: Any) -> None:
         """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
-        if name == "print_file_path" and not self.writes_print_files():
-            from .capture import set_print_file
-
-            set_print_file(value)
-            return
         try:
             if not self._direct:
                 with self.quiet():
@@ -256,11 +201,6 @@ class Backend:
         Dict keys are restored as attributes only: their entries are separate keys
         (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
         """
-        if name == "print_file_path" and not self.writes_print_files():
-            from .capture import set_print_file
-
-            set_print_file(raw, resume=True)
-            return
         try:
             if name == "mode":
                 self._ctx.set_mode(raw)
@@ -302,22 +242,6 @@ class Backend:
 _MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
 
 
-def synchronize() -> str:
-    """Wait for MindSpore's queued kernels (an async graph's Print output) if MindSpore is
-    imported; returns '' or the first line of what a failed kernel raised."""
-    # The PyNative executor's queue runs @jit functions and ops asynchronously (the device-stream
-    # mindspore.runtime.synchronize only logs an error on CPU).
-    api = _api_module()
-    if api is None:
-        return ""
-    try:
-        api._pynative_executor.sync()
-    except Exception as error:  # noqa: BLE001 - the cell reports it; the capture keeps its output
-        text = str(error).strip()
-        return f"MindSpore reported an error while finishing queued work: {text.splitlines()[0] if text else error!r}"
-    return ""
-
-
 def _translate(name: str, value: Any, error: Exception) -> Exception:
     """MindSpore's exception as a one-line msdebug error."""
     text = str(error).strip()
@@ -330,103 +254,6 @@ def _translate(name: str, value: Any, error: Exception) -> Exception:
     return MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}")
 
 
-_backend: Backend | None = None
-_backend_lock = threading.Lock()
-_watcher: _ImportWatcher | None = None
-
-
-def get_backend() -> Backend:
-    """The process-wide :class:`Backend`, importing MindSpore on first use.
-
-    Raises
-    ------
-    MindSporeMissingError
-        When MindSpore is not installed; the message says how to install it.
-    """
-    global _backend
-    if _backend is None:
-        with _backend_lock:
-            if _backend is None:
-                unwatch()  # msdebug imports it now and records the start-up state itself
-                fresh_import = not is_imported()
-                backend = Backend()
-                if fresh_import:
-                    backend.pristine = backend.read_all()
-                _backend = backend
-    return _backend
-
-
-# ----------------------------------------------------------------- first import
-
-
-class _NotifyingLoader(importlib.abc.Loader):
-    """Wraps MindSpore's loader to run a callback once its module has executed."""
-
-    def __init__(self, loader: importlib.abc.Loader, callback: Callable[[], None]) -> None:
-        self._loader = loader
-        self._callback = callback
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        try:
-            self._callback()
-        except Exception:  # noqa: BLE001 - a failure here must never break the user's import
-            pass
-
-
-class _ImportWatcher(importlib.abc.MetaPathFinder):
-    """Calls ``callback`` right after the first ``import mindspore`` finishes, whoever imports it."""
-
-    def __init__(self, callback: Callable[[], None]) -> None:
-        self.callback = callback
-
-    def find_spec(self, fullname, path=None, target=None):  # noqa: D102 - importlib protocol
-        if fullname != "mindspore":
-            return None
-        unwatch()
-        spec = importlib.util.find_spec(fullname)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _NotifyingLoader(spec.loader, self.callback)
-        return spec
-
-
-def watch_first_import(callback: Callable[[], None]) -> bool:
-    """Arrange for ``callback`` right after MindSpore's first import.
-
-    Returns False (and arranges nothing) when MindSpore is already imported.
-    """
-    global _watcher
-    unwatch()
-    if is_imported() or _backend is not None:
-        return False
-    _watcher = _ImportWatcher(callback)
-    sys.meta_path.insert(0, _watcher)
-    return True
-
-
-def unwatch() -> None:
-    """Remove the watcher installed by :func:`watch_first_import`, if any."""
-    global _watcher
-    if _watcher is not None:
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(_watcher)
-        _watcher = None
-
-
-def capture_pristine() -> None:
-    """Record MindSpore's start-up context (called right after its first import)."""
-    backend = get_backend()
-    if backend.pristine is None:
-        backend.pristine = backend.read_all()
-    track_compiles()
-
-
 def machine_default(name: str) -> Any:
     """Defaults MindSpore derives from the machine rather than declaring."""
     if name == "runtime_num_threads":
@@ -436,94 +263,3 @@ def machine_default(name: str) -> Any:
 
 
 # ----------------------------------------------------------------- dumps and env_config
-
-
-def _api_module():
-    """MindSpore's executor module: ``mindspore.graph.api`` (2.10) or ``mindspore.common.api`` (2.7)."""
-    for name in ("mindspore.graph.api", "mindspore.common.api"):
-        module = sys.modules.get(name)
-        if module is not None and hasattr(module, "_CellGraphExecutor"):
-            return module
-    return None
-
-
-def track_compiles() -> bool:
-    """Note every graph compile from now on (wraps the executors' ``compile`` methods).
-
-    The compile caches alone miss compiles of cells that are gone (a temporary
-    ``Net()(x)``): :func:`graph_compiled` uses both. Returns False when MindSpore is not
-    imported yet. :func:`untrack_compiles` undoes it.
-    """
-    api = _api_module()
-    if api is None:
-        return False
-    for cls in (getattr(api, "_CellGraphExecutor", None), getattr(api, "_JitExecutor", None)):
-        original = getattr(cls, "compile", None) if cls is not None else None
-        if original is not None and getattr(original, "_msdebug_original", None) is None:
-            cls.compile = _noting_compiles(original)
-    return True
-
-
-def _noting_compiles(original: Callable) -> Callable:
-    @functools.wraps(original)
-    def compile(self, *args, **kwargs):
-        global _compiled
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            _compiled = True
-
-    compile._msdebug_original = original
-    return compile
-
-
-def untrack_compiles() -> None:
-    """Put back the ``compile`` methods :func:`track_compiles` wrapped."""
-    api = _api_module()
-    for cls in (getattr(api, "_CellGraphExecutor", None), getattr(api, "_JitExecutor", None)) if api else ():
-        original = getattr(getattr(cls, "compile", None), "_msdebug_original", None)
-        if original is not None:
-            cls.compile = original
-
-
-def graph_compiled() -> bool:
-    """Whether a GRAPH-mode compile has happened in this process (settings MindSpore reads
-    once, like RDR's, are then fixed).
-
-    Sources: compiles seen since :func:`track_compiles`, and MindSpore's compile caches
-    for earlier ones (cells still alive, jit functions). False before MindSpore is imported.
-    """
-    global _compiled
-    if _compiled or not is_imported():
-        return _compiled
-    api = _api_module()
-    if api is None:
-        return False
-    track_compiles()
-    cells = getattr(api, "cells_compile_cache", {}) or {}
-    _compiled = bool(getattr(api, "ms_compile_cache", None)) or any(cells.values())
-    return _compiled
-
-
-_compiled = False
-
-
-def anf_ir_model(data: bytes):
-    """``data`` parsed as ``mindspore.irpb.ModelProto`` with MindSpore's own generated module
-    (``.pb`` files of RDR and save_graphs); None when MindSpore is not installed.
-
-    Raises
-    ------
-    ValueError
-        When the bytes are not a ModelProto.
-    """
-    try:
-        from mindspore.train import anf_ir_pb2
-    except ImportError:
-        return None
-    model = anf_ir_pb2.ModelProto()
-    try:
-        model.ParseFromString(data)
-    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError and RuntimeWarning-like errors
-        raise ValueError(str(error) or type(error).__name__) from None
-    return model

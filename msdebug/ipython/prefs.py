@@ -1,6 +1,6 @@
-"""``%load_ext msdebug``: register the magics, completion and hooks; unload undoes it all.
+"""msdebug's own preferences (``%config MsDebug``), one set per shell msdebug is loaded in.
 
-Loading never imports MindSpore.
+They stay apart from MindSpore's context, which ``%mscontext`` sets.
 """
 
 from __future__ import annotations
@@ -11,14 +11,9 @@ import warnings
 from traitlets import Bool, Enum, observe
 from traitlets.config import Configurable
 
-from . import backend, completion
-from .dumpmagics import MAGIC_NAMES as DUMP_MAGICS
-from .dumpmagics import DumpMagics
-from .magics import MsDebugMagics
-from .noise import LEVELS, CellFiles, LogLevel
-from .printmagics import CellCapture, PrintMagics
+from .hooks import LEVELS, CellCapture, CellFiles, LogLevel
 
-__all__ = ["MsDebug", "active", "hold_during_cell", "load", "preferences", "refresh_after_cell", "unload"]
+__all__ = ["MsDebug", "active", "preferences"]
 
 
 class MsDebug(Configurable):
@@ -91,53 +86,7 @@ class MsDebug(Configurable):
         self.log.undo()
 
 
-def hold_during_cell(info=None) -> None:
-    """pre_run_cell hook: open panels wait for the end of the cell instead of following
-    every change the cell makes."""
-    settings = sys.modules.get("msdebug.settings")
-    if settings is not None:
-        settings.hold()
-
-
-def refresh_after_cell(result=None) -> None:
-    """post_run_cell hook: open panels re-read the context, so a plain
-    ``mindspore.set_context(...)`` in a cell shows up in them by the end of that cell.
-
-    Costs a dictionary lookup while no panel is open, and never imports anything.
-    """
-    settings = sys.modules.get("msdebug.settings")
-    if settings is not None:
-        settings.release()
-
-
 _loaded: dict[int, MsDebug] = {}
-
-
-def load(shell) -> None:
-    """Register everything on ``shell``; a second load is harmless."""
-    if id(shell) in _loaded:
-        return
-    prefs = MsDebug(shell)
-    shell.configurables.append(prefs)
-    shell.register_magics(MsDebugMagics)
-    shell.register_magics(PrintMagics(shell, prefs.prints))
-    shell.register_magics(DumpMagics)
-    completion.register(shell)
-    shell.events.register("pre_run_cell", hold_during_cell)
-    shell.events.register("post_run_cell", refresh_after_cell)
-    # --reset goes back to this moment: MindSpore's start-up context if it is not
-    # imported yet (recorded right after its first import), else the context now.
-    if backend.is_imported():
-        from . import settings
-        from .errors import MsDebugError
-
-        try:
-            settings.set_baseline(settings.snapshot())
-        except MsDebugError:  # a broken MindSpore must not stop the extension from loading
-            settings.set_baseline(None)
-    else:
-        backend.watch_first_import(backend.capture_pristine)
-    _loaded[id(shell)] = prefs
 
 
 def active() -> MsDebug | None:
@@ -154,25 +103,3 @@ def preferences(shell) -> MsDebug:
         return _loaded[id(shell)]
     except KeyError:
         raise RuntimeError("msdebug is not loaded in this shell: run %load_ext msdebug") from None
-
-
-def unload(shell) -> None:
-    """Undo :func:`load`. MindSpore's context itself stays as the person left it."""
-    prefs = _loaded.pop(id(shell), None)
-    if prefs is None:
-        return
-    backend.unwatch()
-    backend.untrack_compiles()
-    completion.unregister(shell)
-    for event, hook in (("pre_run_cell", hold_during_cell), ("post_run_cell", refresh_after_cell)):
-        if hook in shell.events.callbacks[event]:
-            shell.events.unregister(event, hook)
-    refresh_after_cell()  # never leave notifications held
-    for kind in ("line", "cell"):
-        for name in ("mscontext", "msprint"):
-            shell.magics_manager.magics[kind].pop(name, None)
-    for name in DUMP_MAGICS:
-        shell.magics_manager.magics["line"].pop(name, None)
-    if prefs in shell.configurables:
-        shell.configurables.remove(prefs)
-    prefs.close()

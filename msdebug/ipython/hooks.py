@@ -1,0 +1,213 @@
+"""What runs around every cell: Print capture, cell files, MindSpore's log level, held notifications.
+
+* :class:`CellCapture`: ``%msprint on`` captures each cell from ``pre_run_cell`` to ``post_run_cell``;
+* :class:`CellFiles`: each cell's source written where ipykernel names it, so GRAPH-mode compiles
+  find it instead of logging ``GetRealPath ... may not exists``;
+* :class:`LogLevel`: MindSpore's log level (``GLOG_v``, read once at ``import mindspore``);
+* :func:`hold_during_cell` / :func:`refresh_after_cell`: open panels follow the context once per cell.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .. import backend
+from ..errors import MsDebugError
+
+__all__ = ["LEVELS", "CellCapture", "CellFiles", "LogLevel", "hold_during_cell", "refresh_after_cell"]
+
+# The hooks must cost nothing before msdebug's settings are in use: they look the module up
+# instead of importing it (importing it loads the key catalog).
+_SETTINGS = __name__.rsplit(".", 2)[0] + ".settings"
+
+# MindSpore's levels, as GLOG_v numbers (mindspore/log.py).
+LEVELS = {"DEBUG": "0", "INFO": "1", "WARNING": "2", "ERROR": "3", "CRITICAL": "4"}
+
+
+class LogLevel:
+    """Sets ``GLOG_v`` before MindSpore is imported; :meth:`undo` puts the old value back."""
+
+    def __init__(self) -> None:
+        self._saved: tuple[bool, str | None] | None = None
+
+    def apply(self, level: str) -> str | None:
+        """Apply ``level`` ("keep" leaves MindSpore alone).
+
+        Returns why it cannot take effect in this process, or None when it does.
+        """
+        if level == "keep":
+            self.undo()
+            return None
+        if backend.is_imported():
+            if os.environ.get("GLOG_v", LEVELS["WARNING"]) == LEVELS[level]:
+                return None  # already so
+            return (
+                f"MindSpore was imported before msdebug, so its log level can no longer change in this "
+                f"process; for {level}, put %env GLOG_v={LEVELS[level]} in the first cell."
+            )
+        if self._saved is None:
+            self._saved = ("GLOG_v" in os.environ, os.environ.get("GLOG_v"))
+        os.environ["GLOG_v"] = LEVELS[level]
+        return None
+
+    def undo(self) -> None:
+        """Restore ``GLOG_v`` as it was, if MindSpore has not read it yet."""
+        if self._saved is None or backend.is_imported():
+            self._saved = None
+            return
+        existed, value = self._saved
+        if existed:
+            os.environ["GLOG_v"] = value
+        else:
+            os.environ.pop("GLOG_v", None)
+        self._saved = None
+
+
+class CellFiles:
+    """A ``pre_run_cell`` hook that writes each cell's source to the file ipykernel names it after.
+
+    MindSpore's graph compiler looks the file up (``GetRealPath``) and logs two warnings
+    per compile when it is missing; with the file present it also finds the source lines.
+    Only files this hook created are removed by :meth:`remove_all`.
+    """
+
+    def __init__(self, shell) -> None:
+        self.shell = shell
+        self.created: list[str] = []
+
+    def __call__(self, info) -> None:
+        raw = getattr(info, "raw_cell", None)
+        if not raw:
+            return
+        try:
+            name = self.shell.compile.get_code_name(raw, raw, self.shell.execution_count)
+        except Exception:  # noqa: BLE001 - a compiler without file names: nothing to do
+            return
+        if not os.path.isabs(name) or os.path.exists(name):
+            return  # terminal IPython names cells <ipython-input-...>; nothing on disk to fix
+        try:
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+            with open(name, "x", encoding="utf-8") as handle:
+                handle.write(raw)
+        except OSError:
+            return
+        self.created.append(name)
+
+    def remove_all(self) -> None:
+        for name in self.created:
+            try:
+                os.remove(name)
+            except OSError:
+                pass
+        self.created.clear()
+
+
+class CellCapture:
+    """Captures each cell from ``pre_run_cell`` to ``post_run_cell`` and shows it at the end.
+
+    A cell that runs while ``print_file_path`` sends Print output to a file is left alone:
+    that output belongs in the file. On Ascend, where MindSpore writes the print file itself,
+    the values appended during the cell are read back and shown.
+    """
+
+    def __init__(self, shell) -> None:
+        self.shell = shell
+        self.every_cell = False
+        self.current = None
+        self.ascend_offset: tuple[str, int] | None = None
+        self.last = None
+
+    def register(self) -> None:
+        events = self.shell.events
+        if self.pre not in events.callbacks["pre_run_cell"]:
+            events.register("pre_run_cell", self.pre)
+        if self.post not in events.callbacks["post_run_cell"]:
+            events.register("post_run_cell", self.post)
+
+    def unregister(self) -> None:
+        self.stop()
+        for name, hook in (("pre_run_cell", self.pre), ("post_run_cell", self.post)):
+            if hook in self.shell.events.callbacks[name]:
+                self.shell.events.unregister(name, hook)
+
+    def pre(self, info=None) -> None:
+        self.ascend_offset = None
+        if backend.is_imported():
+            path = ascend_print_file()
+            if path:
+                self.ascend_offset = (path, _size(path))
+                return
+        if not self.every_cell or self.current is not None:
+            return
+        from ..capture import PrintCapture, active_print_file
+
+        if active_print_file():
+            return
+        try:
+            capture = PrintCapture(show=True)
+            capture.__enter__()
+        except MsDebugError as error:  # pragma: no cover - the environment refused (no memfd, no fds)
+            print(f"msdebug: print capture is off for this cell: {error}")
+            return
+        self.current = capture
+
+    def post(self, result=None) -> None:
+        self.stop()
+        if self.ascend_offset is not None:
+            self._show_ascend(*self.ascend_offset)
+
+    def stop(self) -> None:
+        capture, self.current = self.current, None
+        if capture is not None:
+            capture.__exit__(None, None, None)
+            self.last = capture.log
+
+    def _show_ascend(self, path: str, offset: int) -> None:
+        """Show what MindSpore appended to its binary print file during the cell."""
+        from IPython.display import display
+
+        from ..printfile import PrintFileError, read_appended
+
+        try:
+            log = read_appended(path, offset)
+        except PrintFileError as error:
+            print(f"msdebug: could not read back {path}: {error}")
+            return
+        if log is not None:
+            self.last = log
+            display(log)
+
+
+def ascend_print_file() -> str:
+    """The print file MindSpore itself writes (Ascend), or ``""``."""
+    ms = backend.get_backend()
+    if not ms.writes_print_files():
+        return ""
+    return ms.read("print_file_path") or ""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def hold_during_cell(info=None) -> None:
+    """pre_run_cell hook: open panels wait for the end of the cell instead of following
+    every change the cell makes."""
+    settings = sys.modules.get(_SETTINGS)
+    if settings is not None:
+        settings.hold()
+
+
+def refresh_after_cell(result=None) -> None:
+    """post_run_cell hook: open panels re-read the context, so a plain
+    ``mindspore.set_context(...)`` in a cell shows up in them by the end of that cell.
+
+    Costs a dictionary lookup while no panel is open, and never imports anything.
+    """
+    settings = sys.modules.get(_SETTINGS)
+    if settings is not None:
+        settings.release()

@@ -1,0 +1,180 @@
+"""The house rules, checked: every import in msdebug/ (also the ones inside functions) read with ``ast``.
+
+* no import cycle between msdebug's modules;
+* only ``msdebug/backend/`` imports MindSpore;
+* only ``msdebug/ipython/`` imports IPython's core, ipywidgets, ipykernel or comm (``IPython.display``
+  to show a result is fine anywhere);
+* readers (``dumps/``) and renderers (``views/``) are pure: no IPython edge, no settings, no recorders;
+  views import nothing of msdebug but views and the key catalog (models call views, never the reverse);
+  readers reach MindSpore only through ``backend.protos`` (its generated protobuf modules, when installed).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "msdebug"
+
+IPYTHON_EDGE = ("IPython", "ipywidgets", "ipykernel", "comm")
+ALLOWED_ANYWHERE = ("IPython.display",)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Line numbers of imports under ``if TYPE_CHECKING:`` (they never run)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
+def imports(name: str) -> Iterator[tuple[str, int]]:
+    """Every module ``name`` imports, anywhere in its file: ``(absolute name, line)``.
+
+    ``from .pkg import sub`` counts as an import of ``pkg.sub`` when ``sub`` is a module.
+    """
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    skip = _type_checking_only(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                yield (sub if sub in MODULES else target), node.lineno
+
+
+def internal_graph() -> dict[str, set[str]]:
+    return {name: {target for target, _ in imports(name) if target in MODULES and target != name} for name in MODULES}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def violations(rule) -> list[str]:
+    found = {
+        f"{MODULES[name].relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for name in MODULES
+        for target, line in imports(name)
+        if rule(name, target)
+    }
+    return sorted(found)
+
+
+def _under(name: str, *folders: str) -> bool:
+    return any(name == f"msdebug.{f}" or name.startswith(f"msdebug.{f}.") for f in folders)
+
+
+def _is(target: str, *roots: str) -> bool:
+    return any(target == root or target.startswith(root + ".") for root in roots)
+
+
+def test_the_walk_sees_the_whole_package():
+    assert {"msdebug", "msdebug.settings", "msdebug.backend.context", "msdebug.ipython.extension"} <= set(MODULES)
+    assert "msdebug.backend" in {target for target, _ in imports("msdebug.settings")}
+    assert "msdebug.backend.protos" in {target for target, _ in imports("msdebug.printfile")}  # inside a function
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
+    assert cycles(internal_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_only_backend_imports_mindspore():
+    assert violations(lambda name, target: _is(target, "mindspore") and not _under(name, "backend")) == []
+
+
+def test_only_the_ipython_folder_imports_ipython_widgets_kernels_and_comms():
+    def rule(name: str, target: str) -> bool:
+        return _is(target, *IPYTHON_EDGE) and not _is(target, *ALLOWED_ANYWHERE) and not _under(name, "ipython")
+
+    assert violations(rule) == []
+
+
+def test_views_import_only_views_and_the_key_catalog():
+    def rule(name: str, target: str) -> bool:
+        return (
+            _under(name, "views")
+            and _is(target, "msdebug")
+            and not (_under(target, "views") or target == "msdebug.keys")
+        )
+
+    assert violations(rule) == []
+
+
+@pytest.mark.parametrize("folder", ["dumps", "views"])
+def test_readers_and_views_are_pure(folder):
+    higher = ("msdebug.ipython", "msdebug.settings", "msdebug.recorders", "msdebug.capture", "msdebug.cli")
+
+    def rule(name: str, target: str) -> bool:
+        touches_mindspore = _is(target, "msdebug.backend") and target != "msdebug.backend.protos"
+        return _under(name, folder) and (_is(target, *higher) or touches_mindspore or _is(target, *IPYTHON_EDGE))
+
+    assert violations(rule) == []
+
+
+def test_readers_never_render_at_import_time():
+    """A reader module may call a view lazily (its models' ``_repr_html_``), never at import."""
+    for name in MODULES:
+        if not _under(name, "dumps"):
+            continue
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and "views" in node.module:
+                pytest.fail(f"{name} imports {node.module} at module level")
