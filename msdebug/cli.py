@@ -10,8 +10,27 @@ import platform
 import sys
 
 from . import __version__, backend
+from .errors import echo
 
-__all__ = ["main", "environment_lines"]
+__all__ = ["main", "environment_lines", "printable"]
+
+# C0 and C1 control characters (but newline and tab) and the bidi overrides: a dump's file
+# name or a print file's text must not retitle, clear or reorder the terminal it is shown in.
+_UNPRINTABLE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in (*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+    if chr(code) not in "\n\t"
+}
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters written as escapes (``\\x1b``)."""
+    return text.translate(_UNPRINTABLE)
+
+
+def _say(text: str = "", end: str = "\n", file=None) -> None:
+    """Everything the command prints goes through here (see :func:`printable`)."""
+    print(printable(text), end=end, file=file or sys.stdout)
 
 
 def environment_lines() -> list[str]:
@@ -31,16 +50,16 @@ def environment_lines() -> list[str]:
 
 
 def _info(args: argparse.Namespace) -> int:
-    print("\n".join(environment_lines()))
+    _say("\n".join(environment_lines()))
     if backend.installed_version() is None:
         return 0
     from . import settings
 
     state = settings.state(changed_only=args.changed)
     device = state.device
-    print(f"device {device} (this build supports {', '.join(device.supported)})")
-    print()
-    print(repr(state))
+    _say(f"device {device} (this build supports {', '.join(device.supported)})")
+    _say()
+    _say(repr(state))
     return 0
 
 
@@ -51,9 +70,9 @@ def _print_file(args: argparse.Namespace) -> int:
     try:
         log = read_print_file(args.path, args.format)
     except MsDebugError as error:
-        print(f"msdebug print-file: {error}", file=sys.stderr)
+        _say(f"msdebug print-file: {error}", file=sys.stderr)
         return 1
-    print(repr(log) if log.source == "binary file" else log.text, end="" if log.source != "binary file" else "\n")
+    _say(repr(log) if log.source == "binary file" else log.text, end="" if log.source != "binary file" else "\n")
     return 0
 
 
@@ -65,9 +84,9 @@ def _dump(args: argparse.Namespace) -> int:
     try:
         explorer = open_dump(args.path)
     except MsDebugError as error:
-        print(f"msdebug dump: {error}", file=sys.stderr)
+        _say(f"msdebug dump: {error}", file=sys.stderr)
         return 1
-    print(repr(explorer))
+    _say(repr(explorer))
     ranks = [r.rank for r in explorer.tree.ranks] if explorer.tree is not None else [None]
     if args.rank is not None:
         ranks = [args.rank]
@@ -85,11 +104,21 @@ def _dump(args: argparse.Namespace) -> int:
         title = f"rank {rank}: " if rank is not None and len(ranks) > 1 else ""
         for section in sections:
             try:  # one missing piece (no memory list in a mode-1 tree) must not hide the others
-                print(f"\n{title}{section(rank)!r}")
+                _say(f"\n{title}{section(rank)!r}")
             except MsDebugError as error:
-                print(f"msdebug dump: {title}{error}", file=sys.stderr)
+                _say(f"msdebug dump: {title}{error}", file=sys.stderr)
                 status = 1
     return status
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of rows, 1 or more, got {echo(text)}")
+    return number
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     dump.add_argument("--memory", action="store_true", help="memory per kernel, largest first (RDR)")
     dump.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="nodes that changed between two passes")
     dump.add_argument("--rank", type=int, help="only this rank (default: every rank)")
-    dump.add_argument("--limit", type=int, default=200, help="at most this many rows per table (default 200)")
+    dump.add_argument("--limit", type=_positive, default=200, help="at most this many rows per table (default 200)")
     dump.set_defaults(run=_dump)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):

@@ -21,7 +21,10 @@ __all__ = [
     "DumpError",
     "DumpFormatError",
     "did_you_mean",
+    "echo",
 ]
+
+ECHO_LIMIT = 120  # characters of someone's input an error line repeats
 
 
 class MsDebugError(Exception):
@@ -68,8 +71,24 @@ class DumpFormatError(MsDebugError, ValueError):
     """A dump file that is not what its name says: binary garbage, or cut short."""
 
 
+def echo(value: object, quote: bool = True, limit: int = ECHO_LIMIT) -> str:
+    """``value`` as an error line repeats it: ``repr`` (or the text itself with ``quote=False``),
+    its middle cut out beyond ``limit`` characters, with how much was cut.
+
+    Every message that quotes what someone typed or a file held goes through here, so one
+    200,000-character value cannot make a 200 KB error line.
+    """
+    text = repr(value) if quote else str(value)
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return f"{text[:keep]}…{text[-keep:]} ({len(text):,} characters)"
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """Return ``" Did you mean 'x'?"`` for the closest candidate, or ``""``."""
+    if len(word) > ECHO_LIMIT:
+        return ""  # nothing that long is a typo of a name
     pool = {c.lower(): c for c in candidates}
     close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
     return f" Did you mean {pool[close[0]]!r}?" if close else ""

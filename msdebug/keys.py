@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidValueError, UnknownKeyError, did_you_mean
+from .errors import InvalidValueError, MsDebugError, UnknownKeyError, did_you_mean, echo
 
 __all__ = [
     "ALL_DEVICES",
@@ -142,7 +142,7 @@ class Flag(Kind):
             if text in _FALSE:
                 return False
         hint = did_you_mean(value, _TRUE + _FALSE) if isinstance(value, str) else ""
-        raise InvalidValueError(f"expected {self.describe()}, got {value!r}.{hint}")
+        raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.{hint}")
 
     def from_raw(self, raw: Any) -> Any:
         # ascend_config entries are stored by C++ as "1"/"0", or "" while unset;
@@ -176,7 +176,7 @@ class Integer(Kind):
         elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d[\d_]*\s*", value):
             number = int(value)
         if number is None:
-            raise InvalidValueError(f"expected {self.describe()}, got {value!r}.")
+            raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.")
         if number < self.low or (self.high is not None and number > self.high):
             raise InvalidValueError(f"{number} is out of range; allowed: {self.describe()}.")
         return number
@@ -238,7 +238,7 @@ class Choice(Kind):
         if isinstance(value, str) and not value.strip():
             raise InvalidValueError(f"empty value; use {self.describe()}.")
         hint = did_you_mean(value, self._spellings) if isinstance(value, str) else ""
-        raise InvalidValueError(f"{value!r} is not allowed; use {self.describe()}.{hint}")
+        raise InvalidValueError(f"{echo(value)} is not allowed; use {self.describe()}.{hint}")
 
     def from_raw(self, raw: Any) -> Any:
         for option in self.options:
@@ -295,7 +295,7 @@ class Text(Kind):
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
         if not isinstance(value, str):
-            raise InvalidValueError(f"expected {self.describe()}, got {value!r}.")
+            raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.")
         if not value.strip() and not (self.empty_ok and (self.clearable or not self.path)):
             example = f", e.g. {self.example}" if self.example else ""
             raise InvalidValueError(f"empty value; give {self.describe()}{example}.")
@@ -326,7 +326,7 @@ class Size(Kind):
     def coerce(self, value: Any) -> str:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None
         if match is None:
-            raise InvalidValueError(f"expected a size such as 2GB or 3.5GB, got {value!r}.")
+            raise InvalidValueError(f"expected a size such as 2GB or 3.5GB, got {echo(value)}.")
         number = float(match.group(1))
         if number <= 0 or number < self.minimum or (self.maximum is not None and number > self.maximum):
             raise InvalidValueError(f"{match.group(1)}GB is out of range; allowed: {self.describe()}.")
@@ -360,7 +360,7 @@ class Table(Kind):
         if isinstance(value, str):
             value = _literal(value)
         if not isinstance(value, dict):
-            raise InvalidValueError(f"expected a dict such as {self.example}, got {value!r}.")
+            raise InvalidValueError(f"expected a dict such as {self.example}, got {echo(value)}.")
         if self.entries is None:
             return dict(value)
         result = {}
@@ -368,13 +368,13 @@ class Table(Kind):
             kind = self.entries.get(name)
             if kind is None:
                 raise InvalidValueError(
-                    f"unknown entry {name!r}; allowed: {', '.join(self.entries)}."
+                    f"unknown entry {echo(name)}; allowed: {', '.join(self.entries)}."
                     + did_you_mean(str(name), self.entries)
                 )
             try:
                 result[name] = kind.coerce(item)
             except InvalidValueError as error:
-                raise InvalidValueError(f"entry {name!r}: {error}") from None
+                raise InvalidValueError(f"entry {echo(name)}: {error}") from None
         return result
 
     def from_raw(self, raw: Any) -> Any:
@@ -395,15 +395,39 @@ class Table(Kind):
 
 
 def _literal(text: str) -> Any:
-    """Parse a Python or JSON literal (``{'a': True}`` or ``{"a": true}``)."""
+    """Parse a Python or JSON literal (``{'a': True}`` or ``{"a": true}``).
+
+    Raises
+    ------
+    InvalidValueError
+        Nested deeper than Python's parsers go, or numbers too long to convert.
+    """
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         pass
+    except (RecursionError, MemoryError):
+        raise InvalidValueError(f"{echo(text)} is nested too deeply to read.") from None
     try:
         return json.loads(text)
-    except ValueError:
+    except (RecursionError, MemoryError):
+        raise InvalidValueError(f"{echo(text)} is nested too deeply to read.") from None
+    except ValueError:  # not JSON either: the kind's own check says what it expected
         return text
+
+
+def load_json(text: str, error: type[MsDebugError] = InvalidValueError, where: str = "") -> Any:
+    """``json.loads`` for text from outside: every failure is one line of ``error`` (prefixed
+    with ``where``, a file name), never a ``RecursionError`` or a bare ``ValueError``."""
+    prefix = f"{where}: " if where else ""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as failure:
+        raise error(f"{prefix}line {failure.lineno} column {failure.colno}: {failure.msg}.") from None
+    except (RecursionError, MemoryError):
+        raise error(f"{prefix}nested too deeply to read (JSON deeper than Python's parser goes).") from None
+    except ValueError as failure:  # an integer of thousands of digits
+        raise error(f"{prefix}{echo(str(failure), quote=False)}.") from None
 
 
 @dataclass(frozen=True)
@@ -427,7 +451,7 @@ class DeviceSpec(Kind):
         canonical = {name.lower(): name for name in ALL_DEVICES}.get(target.lower())
         if canonical is None:
             raise InvalidValueError(
-                f"{value!r} is not a device; use CPU, GPU or Ascend, optionally with an id as in GPU:1."
+                f"{echo(value)} is not a device; use CPU, GPU or Ascend, optionally with an id as in GPU:1."
                 + (did_you_mean(target, ALL_DEVICES) if target else "")
             )
         if not sep:
@@ -1362,4 +1386,4 @@ def lookup(name: str, extra: Iterable[str] = ()) -> ContextKey:
     if not name:
         raise UnknownKeyError("empty key name; write key=value, e.g. mode=graph.")
     hint = did_you_mean(name, [*CATALOG, *SHORTHANDS, *extra])
-    raise UnknownKeyError(f"unknown context key {name!r}.{hint} %mscontext lists every key.")
+    raise UnknownKeyError(f"unknown context key {echo(name)}.{hint} %mscontext lists every key.")

@@ -279,7 +279,7 @@ def test_an_error_echoes_at_most_a_short_piece_of_a_huge_value(ip):
         with pytest.raises(UsageError) as caught:
             ip.run_line_magic("mscontext", line)
         assert len(str(caught.value)) < 600, len(str(caught.value))
-        assert "200,000 characters" in str(caught.value)
+        assert "characters)" in str(caught.value)
     with pytest.raises(MsDebugError) as caught:
         msdebug.set(mode=huge)
     assert len(str(caught.value)) < 600

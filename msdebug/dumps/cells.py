@@ -8,13 +8,18 @@ A dump's ``# In file`` line into such a file is shown as the cell's own code.
 from __future__ import annotations
 
 import linecache
+import os
 import re
 import textwrap
+
+from ..errors import MsDebugError
+from ..files import MiB, read_regular
 
 __all__ = ["cell_code", "is_cell"]
 
 _CELL = re.compile(r"(?:^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 _MAX_LINES = 12
+_CELL_LIMIT = 16 * MiB
 
 
 def is_cell(path: str) -> bool:
@@ -28,10 +33,12 @@ def cell_code(path: str, line: int, end: int | None = None) -> str | None:
     if not is_cell(path) or line < 1:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.readlines()
-    except OSError:
-        lines = linecache.getlines(path)
+        # A dump names whatever path it likes: only a regular file, and only a cell's worth of it.
+        lines = read_regular(path, _CELL_LIMIT).decode("utf-8", "replace").splitlines(keepends=True)
+    except MsDebugError:
+        # IPython's own cells (<ipython-input-...>) live only in linecache; a path that exists
+        # but is no regular file (a FIFO) must not reach linecache, which would block on it.
+        lines = [] if os.path.lexists(path) else linecache.getlines(path)
     if not lines or line > len(lines):
         return None
     last = min(end or line, line + _MAX_LINES - 1, len(lines))

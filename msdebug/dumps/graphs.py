@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DumpError
+from ..errors import DumpError, echo
 
 __all__ = ["FAMILIES", "GraphFile", "GraphsDir", "classify", "read_graphs_dir"]
 
@@ -104,6 +104,7 @@ class GraphsDir:
 
     root: Path
     files: list[GraphFile]
+    unlisted: tuple[str, ...] = ()  # subdirectories that could not be listed (permissions, loops)
 
     def family(self, family: str) -> list[GraphFile]:
         chosen = [f for f in self.files if f.family == family]
@@ -148,6 +149,7 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
     """
     root = Path(path)
     files: list[GraphFile] = []
+    unlisted: list[str] = []
     stack = [""]
     while stack:
         prefix = stack.pop()
@@ -155,10 +157,15 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
         try:
             entries = list(os.scandir(directory))
         except OSError as error:
-            raise DumpError(f"{directory}: cannot list it ({error.strerror or error})") from None
+            if not prefix:
+                raise DumpError(
+                    f"{echo(str(directory), quote=False)}: cannot list it ({error.strerror or error})"
+                ) from None
+            unlisted.append(prefix)  # one unreadable subdirectory must not hide the rest
+            continue
         for entry in entries:
             relative = f"{prefix}/{entry.name}" if prefix else entry.name
-            if entry.is_dir(follow_symlinks=False):
+            if _is_dir(entry):
                 stack.append(relative)
                 continue
             try:
@@ -168,4 +175,11 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             family, stem, counter, ext = classify(relative)
             files.append(GraphFile(entry.path, relative, family, stem, counter, ext, size))
     files.sort(key=lambda f: f.relative)
-    return GraphsDir(root, files)
+    return GraphsDir(root, files, tuple(unlisted))
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False

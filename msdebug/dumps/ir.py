@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import DumpError, DumpFormatError
+from ..files import open_regular
 
 __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
 
@@ -474,15 +475,15 @@ def read_ir(path: str | os.PathLike) -> IrFile:
     name = os.fspath(path)
 
     def loader(start: int, end: int) -> bytes:
-        try:
-            with open(name, "rb") as handle:
+        with open_regular(name, DumpError) as handle:
+            try:
                 handle.seek(start)
                 return handle.read(end - start)
-        except OSError as error:
-            raise DumpError(f"{name}: cannot read it any more ({error.strerror or error})") from None
+            except OSError as error:
+                raise DumpError(f"{name}: cannot read it any more ({error.strerror or error})") from None
 
     try:
-        with open(name, "rb") as handle:
+        with open_regular(name, DumpError) as handle:
             head = handle.read(_SNIFF)
             if looks_binary(head):
                 raise DumpFormatError(f"{name}: binary data, not a MindSpore IR text dump")
