@@ -54,7 +54,7 @@ def open_regular(path: str | os.PathLike, error: ErrorType = MsDebugError) -> Bi
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as failure:
-        raise error(f"{shown}: cannot open it ({_reason(failure)}).") from None
+        raise error(f"cannot read {shown}: {_reason(failure)}.") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -393,6 +393,8 @@ def decode_print_bytes(data: bytes, name: str = "<bytes>") -> tuple[PrintItem, .
         elif which == "tensor":
             try:
                 items.append(_tensor_from_proto(value.tensor, name, offset))
+            except PrintFileError:
+                raise
             except (ValueError, OverflowError, MemoryError) as error:  # numpy refused the dims or bytes
                 raise PrintFileError(
                     f"{name}: corrupt tensor at byte {offset}: {echo(str(error), quote=False)}"
