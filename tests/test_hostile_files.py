@@ -335,3 +335,33 @@ def test_dump_of_the_root_directory_does_not_abort():
     done = _cli("dump", "/", timeout=120)
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     assert json  # keeps the import used when the test above is skipped
+
+
+# --------------------------------------------------------------------------- 6: one pass over an .ir
+
+
+def test_every_node_of_an_ir_of_empty_subgraphs_is_read_in_one_open(tmp_path, monkeypatch):
+    import builtins
+
+    from msdebug.dumps import read_ir
+
+    path = tmp_path / "empty.ir"
+    path.write_text("".join(f"subgraph @g{i}() {{\n}}\n\n" for i in range(20_000)))
+    opened = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def counting(opener):
+        def open_(file, *args, **kwargs):
+            if os.fspath(file) == str(path) if isinstance(file, (str, os.PathLike)) else False:
+                opened.append(file)
+            return opener(file, *args, **kwargs)
+
+        return open_
+
+    monkeypatch.setattr(builtins, "open", counting(real_open))
+    monkeypatch.setattr(os, "open", counting(real_os_open))
+    ir = read_ir(path)
+    assert len(ir.graphs) == 20_000
+    assert ir.find("g19999") == []
+    assert ir.op_counts() == {}
+    assert len(opened) <= 3, len(opened)
