@@ -21,6 +21,8 @@ __all__ = [
     "ALL_DEVICES",
     "CATALOG",
     "ENTRIES",
+    "literal",
+    "load_json",
     "GROUPS",
     "SHORTHANDS",
     "Choice",
@@ -206,6 +208,7 @@ class Option:
     aliases: tuple = ()
     raw: Any = None
     typed: str | None = None
+    absent: bool = False  # a dict entry with this value is left out: MindSpore's own choice
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,10 @@ class Choice(Kind):
 
     options: tuple[Option, ...]
     label = "choice"
+
+    def absent(self, value: Any) -> bool:
+        """Whether ``value`` means "no entry" in a dict key (``jit_level='auto'``)."""
+        return any(option.absent and option.value == value for option in self.options)
 
     @functools.cached_property
     def _spellings(self) -> dict[str, Option]:
@@ -358,7 +365,7 @@ class Table(Kind):
 
     def coerce(self, value: Any) -> dict:
         if isinstance(value, str):
-            value = _literal(value)
+            value = literal(value)
         if not isinstance(value, dict):
             raise InvalidValueError(f"expected a dict such as {self.example}, got {echo(value)}.")
         if self.entries is None:
@@ -375,6 +382,8 @@ class Table(Kind):
                 result[name] = kind.coerce(item)
             except InvalidValueError as error:
                 raise InvalidValueError(f"entry {echo(name)}: {error}") from None
+            if isinstance(kind, Choice) and kind.absent(result[name]):
+                del result[name]  # the default: no entry (some versions refuse the empty value)
         return result
 
     def from_raw(self, raw: Any) -> Any:
@@ -394,7 +403,7 @@ class Table(Kind):
         return f"a dict with entries {', '.join(self.entries)}, e.g. {self.example}"
 
 
-def _literal(text: str) -> Any:
+def literal(text: str) -> Any:
     """Parse a Python or JSON literal (``{'a': True}`` or ``{"a": true}``).
 
     Raises
@@ -437,7 +446,7 @@ class Opaque(Kind):
     label = "?"
 
     def coerce(self, value: Any) -> Any:
-        return _literal(value) if isinstance(value, str) else value
+        return literal(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -607,7 +616,8 @@ _TARGET = Choice(
 )
 _JIT_LEVEL = Choice(
     (
-        Option("", "auto", typed="auto"),
+        # 2.10 refuses jit_level '' and 'auto': MindSpore chooses when the entry is absent.
+        Option("", "auto", typed="auto", absent=True),
         Option("O0", typed="O0"),
         Option("O1", typed="O1"),
         Option("O2", typed="O2"),

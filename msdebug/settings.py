@@ -22,7 +22,7 @@ from .errors import (
     MsDebugError,
     NotApplicableError,
 )
-from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, UNREAD, ContextKey, lookup
+from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, UNREAD, Choice, ContextKey, literal, lookup
 
 __all__ = [
     "Change",
@@ -265,6 +265,20 @@ def _check_available(key: ContextKey, version: str) -> None:
         )
 
 
+def _check_entries(key: ContextKey, raw: Any, version: str) -> None:
+    """A dict given whole (``ascend_config={"exception_dump": ...}``) gets the same verdict for
+    each entry the catalog knows as the entry set alone: removed, ignored, since when, instead."""
+    if key.name not in ENTRIES:
+        return
+    value = literal(raw) if isinstance(raw, str) else raw
+    if not isinstance(value, Mapping):
+        return
+    for entry in value:
+        known = CATALOG.get(entry) if isinstance(entry, str) else None
+        if known is not None and known.part_of == (key.name, entry):
+            _check_available(known, version)
+
+
 def _canonical(backend: _backend.Backend, key: ContextKey) -> Any:
     name = key.name
     if name == "pynative_synchronize":
@@ -408,11 +422,14 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
     plan = _Plan()
     for name, raw in assignments.items():
         key = plan.keys[name] = _key(name)
+        _check_entries(key, raw, backend.version)
         plan.shown[name] = key.coerce(raw)
     plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
     if plan.device_named:
         plan.device = _plan_device(plan.shown, backend.device(), scoped)
-    target = plan.target = plan.device[0] if plan.device else backend.read("device_target")
+    target = plan.target = (
+        plan.device[0] if plan.device and plan.device[0] != "device_id" else backend.read("device_target")
+    )
     entries: dict[str, dict[str, Any]] = {}
     for name, value in plan.shown.items():
         if name in _DEVICE_KEYS:
@@ -441,6 +458,14 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
         parent = CATALOG[parent_name]
         base = plan.values[parent_name][1] if parent_name in plan.values else backend.read(parent_name)
         plan.values[parent_name] = (parent, parent.coerce({**base, **items}))
+        for entry, value in items.items():
+            entry_key = CATALOG.get(entry)
+            # An entry left out of the dict (jit_level='auto') leaves MindSpore's own parameter
+            # as it was: put that back to its start-up value too, or 'O0' would stay in force.
+            if entry_key is not None and isinstance(entry_key.kind, Choice) and entry_key.kind.absent(value):
+                if not backend.readable(entry):
+                    continue
+                plan.values[entry] = (entry_key, value)
     return plan
 
 
@@ -453,6 +478,10 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
         return None  # already so: nothing to ask of MindSpore
     wanted = f"{target}:{0 if number is None else number}"  # set_device(target) means id 0
     cell = _backend.first_cell(target, number)
+    if set(shown) == {"device_id"} and not scoped:
+        # The key the person typed keeps MindSpore's meaning: set_context(device_id=...) may be
+        # called again (MindSpore's own test sets 1, then 2); set_device locks the device.
+        return "device_id", number
     if target not in device.supported:
         raise NotApplicableError(
             f"device: {target} is not available in this MindSpore build (it supports "
@@ -507,7 +536,9 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
                 continue  # already so: nothing to ask of MindSpore
             undo += touched
             _write(backend, name, value)
-        if plan.device is not None:
+        if plan.device is not None and plan.device[0] == "device_id":
+            backend.write("device_id", plan.device[1])
+        elif plan.device is not None:
             backend.set_device(*plan.device)
     except BaseException:
         for name, raw in reversed(undo):
