@@ -131,3 +131,29 @@ def test_exception_dump_in_ascend_config_says_removed_since_2_6_and_the_replacem
     assert len(result["messages"]) == 2
     for message in result["messages"]:
         assert "removed in MindSpore 2.6" in message and "aclinit_config" in message, message
+
+
+def test_the_panel_refuses_an_out_of_range_device_id_like_the_magic():
+    result = _result(
+        """
+        import json, mindspore as ms, msdebug
+        from IPython.testing.globalipapp import start_ipython
+        from IPython.core.error import UsageError
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "msdebug")
+        try:
+            ip.run_line_magic("mscontext", "device_id=99999")
+            magic = ""
+        except UsageError as error:
+            magic = str(error)
+        panel = msdebug.panel()
+        panel.controls["device_id"].value = 99999
+        print(json.dumps({
+            "magic": magic, "panel": panel.error, "box": panel.controls["device_id"].value,
+            "device_id": ms.get_context("device_id"),
+        }))
+        """
+    )
+    assert "4095" in result["magic"]
+    assert result["panel"] == result["magic"], result
+    assert result["box"] == 0 and result["device_id"] == 0, result
