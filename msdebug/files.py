@@ -39,14 +39,18 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error)
 
 
-def open_regular(path: str | os.PathLike, error: ErrorType = MsDebugError) -> BinaryIO:
+UNREADABLE = "{name}: cannot read it ({reason})."
+
+
+def open_regular(path: str | os.PathLike, error: ErrorType = MsDebugError, unreadable: str = UNREADABLE) -> BinaryIO:
     """Open ``path`` for reading in binary, if it is a regular file (a symlink to one is fine).
 
     Raises
     ------
     error
         ``error(message)``: the file is missing, unreadable, a directory, a FIFO, a device,
-        a socket or a symlink loop.
+        a socket or a symlink loop. ``unreadable`` phrases the first two, with ``{name}`` and
+        ``{reason}`` (each reader keeps the wording its users know).
     """
     name = os.fspath(path)
     shown = echo(name, quote=False)
@@ -54,7 +58,7 @@ def open_regular(path: str | os.PathLike, error: ErrorType = MsDebugError) -> Bi
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as failure:
-        raise error(f"cannot read {shown}: {_reason(failure)}.") from None
+        raise error(unreadable.format(name=shown, reason=_reason(failure))) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -67,11 +71,16 @@ def open_regular(path: str | os.PathLike, error: ErrorType = MsDebugError) -> Bi
 
 
 def read_regular(
-    path: str | os.PathLike, limit: int, error: ErrorType = MsDebugError, what: str = "file", offset: int = 0
+    path: str | os.PathLike,
+    limit: int,
+    error: ErrorType = MsDebugError,
+    what: str = "file",
+    offset: int = 0,
+    unreadable: str = UNREADABLE,
 ) -> bytes:
     """All bytes of a regular file from ``offset``, refusing one larger than ``limit`` bytes."""
     name = os.fspath(path)
-    with open_regular(name, error) as handle:
+    with open_regular(name, error, unreadable) as handle:
         try:
             if offset:
                 handle.seek(offset)

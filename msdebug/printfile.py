@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 
+_UNREADABLE = "cannot read {name}: {reason}."
 PRINT_FILE_LIMIT = 1024 * MiB  # a larger "print file" is something else (or /dev/zero behind a name)
 
 
@@ -461,7 +462,7 @@ def read_print_file(path: str | os.PathLike, format: str = "auto") -> PrintLog: 
     if format not in ("auto", "binary", "text"):
         raise PrintFileError(f"format={format!r}: use 'auto', 'binary' or 'text'.")
     name = os.fspath(path)
-    data = read_regular(name, PRINT_FILE_LIMIT, PrintFileError, "print file")
+    data = read_regular(name, PRINT_FILE_LIMIT, PrintFileError, "print file", unreadable=_UNREADABLE)
     if not data:
         raise PrintFileError(f"{name} is empty: nothing was printed to it (yet).")
     if format == "text":
@@ -484,7 +485,7 @@ def read_appended(path: str | os.PathLike, offset: int) -> PrintLog | None:
         When the file cannot be read or the new bytes are not whole Print values.
     """
     name = os.fspath(path)
-    data = read_regular(name, PRINT_FILE_LIMIT, PrintFileError, "print file", offset=offset)
+    data = read_regular(name, PRINT_FILE_LIMIT, PrintFileError, "print file", offset, _UNREADABLE)
     return PrintLog(data, decode_print_bytes(data, name), "binary file", name) if data else None
 
 

@@ -427,9 +427,7 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
     plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
     if plan.device_named:
         plan.device = _plan_device(plan.shown, backend.device(), scoped)
-    target = plan.target = (
-        plan.device[0] if plan.device and plan.device[0] != "device_id" else backend.read("device_target")
-    )
+    target = plan.target = plan.device[0] if plan.device else backend.read("device_target")
     entries: dict[str, dict[str, Any]] = {}
     for name, value in plan.shown.items():
         if name in _DEVICE_KEYS:
@@ -478,10 +476,7 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
         return None  # already so: nothing to ask of MindSpore
     wanted = f"{target}:{0 if number is None else number}"  # set_device(target) means id 0
     cell = _backend.first_cell(target, number)
-    if set(shown) == {"device_id"} and not scoped:
-        # The key the person typed keeps MindSpore's meaning: set_context(device_id=...) may be
-        # called again (MindSpore's own test sets 1, then 2); set_device locks the device.
-        return "device_id", number
+
     if target not in device.supported:
         raise NotApplicableError(
             f"device: {target} is not available in this MindSpore build (it supports "
@@ -536,9 +531,7 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
                 continue  # already so: nothing to ask of MindSpore
             undo += touched
             _write(backend, name, value)
-        if plan.device is not None and plan.device[0] == "device_id":
-            backend.write("device_id", plan.device[1])
-        elif plan.device is not None:
+        if plan.device is not None:
             backend.set_device(*plan.device)
     except BaseException:
         for name, raw in reversed(undo):

@@ -32,20 +32,6 @@ def test_jit_level_auto_goes_back_to_the_default_on_2_10():
     assert result["dict"] == {"infer_boost": "off"}
 
 
-def test_device_id_set_twice_as_mindspore_s_own_test_does():
-    # MindSpore's test_set_device_id: set_context(device_id=1), then 2, and reads 2.
-    result = _result(
-        """
-        import json, mindspore as ms, msdebug
-        msdebug.set(device_id=1)
-        msdebug.set(device_id=2)
-        print(json.dumps({"device_id": ms.get_context("device_id")}))
-        """
-    )
-    assert result["device_id"] == 2
-    assert "deprecated" not in result["stderr"]
-
-
 def test_after_set_device_msdebug_refuses_what_mindspore_refuses():
     result = _result(
         """
