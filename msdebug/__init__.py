@@ -8,15 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
 # ``set`` is deliberately not in __all__: ``from msdebug import *`` must not hide the builtin.
 __all__ = [
     "EnvConfig",
+    "ProfileEpochs",
+    "ProfileSteps",
+    "compare_profiles",
+    "dynamic_profile",
+    "open_profile",
+    "profile",
+    "profiler_options",
+    "step",
     "__version__",
     "capture_print",
     "context",
     "describe",
+    "dump_status",
+    "first_nonfinite",
     "get",
     "last_print",
     "load_ipython_extension",
@@ -121,18 +129,112 @@ def panel():
 
 
 def open_dump(path):
-    """An inline explorer of an RDR tree, a save_graphs directory or one ``.ir`` file."""
+    """An inline explorer of an RDR tree, a save_graphs directory, one ``.ir`` file or a data dump."""
     from .dumps.explorer import open_dump as _open_dump
 
     return _open_dump(path)
 
 
+def profile(steps=None, output=None, timeline: bool = False, top: int = 15, verbose: bool = False, order: str = "time"):
+    """``with msdebug.profile(steps="2:5") as prof:`` profile the block's ops; ``prof.step()`` (or
+    ``msdebug.step()``) ends each step; ``prof.report`` is the inline report afterwards."""
+    from .recorders.profile import profile as _profile
+
+    return _profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose, order=order)
+
+
+def step() -> None:
+    """End a step of the running ``msdebug.profile()`` / ``%%msprofile`` (nothing outside one)."""
+    from .recorders.profile import step as _step
+
+    _step()
+
+
+def open_profile(path, top: int = 15, order: str = "time"):
+    """The report of any profiler output directory, also a cluster copy with ``rank_*`` inside."""
+    from .recorders.profile import open_profile as _open
+
+    return _open(path, top=top, order=order)
+
+
+def compare_profiles(before, after, top: int = 15, order: str = "change"):
+    """Two profiles per op type and per op: before / after, speed-up, new and vanished ops."""
+    from .recorders.profile import compare_profiles as _compare
+
+    return _compare(before, after, top=top, order=order)
+
+
+def profiler_options(apply: bool = True, **values: Any):
+    """Validate ``MS_PROFILER_OPTIONS`` and set it; says when it is too late and gives a first cell."""
+    from .recorders.profile import profiler_options as _options
+
+    return _options(apply=apply, **values)
+
+
+def dynamic_profile(
+    cfg_path="./dyn_cfg", output_path="./dyn_profile_data", poll_interval: int = 2, verbose: bool = False
+):
+    """MindSpore's DynamicProfilerMonitor (``.callback``, ``.step()``) with ``.edit()`` for its config."""
+    from .recorders.profile import dynamic_profile as _dynamic
+
+    return _dynamic(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval, verbose=verbose)
+
+
+def first_nonfinite(path, rank=None):
+    """The first NaN or Inf of a data dump in execution order: its op, kind, statistics and
+    source line (what ``msdebug dump PATH --nan`` prints)."""
+    from .dumps.nan import scan_dump
+
+    return scan_dump(path, rank=rank)
+
+
+def dump_status():
+    """The data dump of this process: what is configured, what MindSpore took, what it wrote."""
+    from .recorders.datadump import dump_status as _status
+
+    return _status()
+
+
+def _version() -> str:
+    """The version in ``extension/package.json``, the one version source of the Python and npm
+    packages: read from the source tree when running from a checkout, else from the metadata
+    the build wrote (hatch-nodejs-version copies it there)."""
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parent.parent / "extension" / "package.json"
+    try:
+        package = json.loads(source.read_text(encoding="utf-8"))
+        if package.get("name") == "msdebug":
+            return package["version"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        return version("msdebug")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where ``jupyter labextension develop`` finds the built status-bar extension."""
+    return [{"src": "labextension", "dest": "msdebug"}]
+
+
 def __getattr__(name: str) -> Any:
-    # EnvConfig is a class: imported on first use, like the functions above.
+    if name == "__version__":
+        globals()["__version__"] = found = _version()
+        return found
+    # Classes (and the callback factories, whose classes derive from MindSpore's Callback)
+    # are imported on first use, like the functions above.
     if name == "EnvConfig":
         from .recorders.envconfig import EnvConfig
 
         return EnvConfig
+    if name in ("ProfileSteps", "ProfileEpochs"):
+        from .recorders import profile as _recorder
+
+        return getattr(_recorder, name)
     raise AttributeError(f"module 'msdebug' has no attribute {name!r}")
 
 

@@ -1,6 +1,6 @@
 """The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table;
 ``msdebug print-file PATH`` decodes a print file; ``msdebug dump PATH`` summarises RDR trees and
-saved IR graphs in a terminal."""
+saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import argparse
 import os
 import platform
 import sys
+import time
 
 from . import __version__, backend
 from .errors import echo
@@ -76,18 +77,70 @@ def _print_file(args: argparse.Namespace) -> int:
     return 0
 
 
+class _TextProgress:
+    """A progress line on stderr for scans that last more than two seconds (terminals only)."""
+
+    def __init__(self, stream=None, after: float = 2.0) -> None:
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+        self.after = after
+        self.shown = 0.0
+        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.live or now - self.started < self.after or now - self.shown < 0.2:
+            return
+        self.shown = now
+        part = done / total if total else 1.0
+        bar = "#" * int(part * 30)
+        print(f"\rscanning [{bar:<30}] {part:4.0%} of {total / 2**20:.0f} MB", end="", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.live and self.shown:
+            print(file=self.stream)
+
+
+def _dump_nan(args: argparse.Namespace) -> int:
+    """``--nan``: the first non-finite tensor of a data dump; exit 1 found, 0 all finite, 2 not a data dump."""
+    from .dumps.datadump import find_data_dump
+    from .dumps.nan import scan_dump
+    from .errors import MsDebugError
+
+    if find_data_dump(args.path) is None:
+        _say(f"msdebug dump: --nan needs a data dump (rank_*/execution_order), not {args.path}", file=sys.stderr)
+        return 2
+    progress = _TextProgress()
+    try:
+        report = scan_dump(args.path, rank=args.rank, progress=progress)
+    except MsDebugError as error:
+        _say(f"msdebug dump: {error}", file=sys.stderr)
+        return 2
+    finally:
+        progress.close()
+    _say(repr(report))
+    return 1 if report.found else 0
+
+
 def _dump(args: argparse.Namespace) -> int:
     """Summaries of a dump copied off a machine: every rank, or the one given."""
     from .dumps.explorer import open_dump
     from .errors import MsDebugError
 
+    if args.nan:
+        return _dump_nan(args)
     try:
         explorer = open_dump(args.path)
     except MsDebugError as error:
         _say(f"msdebug dump: {error}", file=sys.stderr)
         return 1
+    if getattr(explorer, "kind", "") == "datadump" and (args.memory or args.graph or args.diff):
+        _say("msdebug dump: a data dump has --exec-order and --nan; --graph, --memory and --diff are for "
+              "RDR trees and save_graphs directories", file=sys.stderr)  # fmt: skip
+        return 2
     _say(repr(explorer))
-    ranks = [r.rank for r in explorer.tree.ranks] if explorer.tree is not None else [None]
+    tree = getattr(explorer, "tree", None) or getattr(explorer, "dump", None)  # RDR tree or data dump
+    ranks = [r.rank for r in tree.ranks] if tree is not None else [None]
     if args.rank is not None:
         ranks = [args.rank]
     sections = []
@@ -121,6 +174,23 @@ def _positive(text: str) -> int:
     return number
 
 
+def _profile(args: argparse.Namespace) -> int:
+    """The tables of a profiler output directory, or two compared."""
+    from .errors import MsDebugError
+    from .recorders.profile import compare_profiles, open_profile
+
+    try:
+        if args.compare:
+            order = "name" if args.order == "name" else "change"
+            _say(repr(compare_profiles(args.path, args.compare, top=args.top, order=order)))
+        else:
+            _say(repr(open_profile(args.path, top=args.top, order=args.order)))
+    except MsDebugError as error:
+        _say(f"msdebug profile: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``msdebug`` command."""
     parser = argparse.ArgumentParser(prog="msdebug", description="See MindSpore's runtime context.")
@@ -133,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     prints.add_argument("path", help="the file print_file_path named")
     prints.add_argument("--format", choices=("auto", "binary", "text"), default="auto")
     prints.set_defaults(run=_print_file)
-    dump = commands.add_parser("dump", help="summaries of an RDR tree, a save_graphs directory or an .ir file")
-    dump.add_argument("path", help="rdr path (with rank_*/rdr/), save_graphs directory, or one .ir file")
+    dump = commands.add_parser(
+        "dump", help="summaries of an RDR tree, a save_graphs directory, an .ir file or a data dump"
+    )
+    dump.add_argument("path", help="rdr path (rank_*/rdr/), save_graphs directory, one .ir file, or a data dump path")
     dump.add_argument("--graph", metavar="NAME", help="the IR of one graph: a stage (optimize), a label or a file name")
     dump.add_argument("--search", default="", help="with --graph: only nodes whose text contains this")
     dump.add_argument("--op", default="", help="with --graph: only nodes of this op type")
@@ -144,7 +216,20 @@ def main(argv: list[str] | None = None) -> int:
     dump.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="nodes that changed between two passes")
     dump.add_argument("--rank", type=int, help="only this rank (default: every rank)")
     dump.add_argument("--limit", type=_positive, default=200, help="at most this many rows per table (default 200)")
+    dump.add_argument(
+        "--nan",
+        action="store_true",
+        help="data dumps: the first non-finite tensor; exit 1 when found, 0 when all finite",
+    )
     dump.set_defaults(run=_dump)
+    prof = commands.add_parser("profile", help="op tables of a profiler output directory (rank_* inside too)")
+    prof.add_argument("path", help="the profiler's output directory, or a folder holding several")
+    prof.add_argument(
+        "--top", type=_positive, default=15, help="single ops listed before the rest is folded (default 15)"
+    )
+    prof.add_argument("--compare", metavar="OTHER", help="compare with this profile (PATH before, OTHER after)")
+    prof.add_argument("--order", choices=("time", "name"), default="time", help="rows longest first, or by name")
+    prof.set_defaults(run=_profile)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()

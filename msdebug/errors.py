@@ -20,8 +20,13 @@ __all__ = [
     "MagicUsageError",
     "DumpError",
     "DumpFormatError",
+    "DumpConfigError",
+    "DumpTooLateError",
     "did_you_mean",
     "echo",
+    "ProfileReadError",
+    "ProfilerOptionsError",
+    "ProfilerError",
 ]
 
 ECHO_LIMIT = 120  # characters of someone's input an error line repeats
@@ -71,6 +76,14 @@ class DumpFormatError(MsDebugError, ValueError):
     """A dump file that is not what its name says: binary garbage, or cut short."""
 
 
+class DumpConfigError(InvalidValueError):
+    """A data-dump setting MindSpore would refuse or ignore (its rules, checked before it sees them)."""
+
+
+class DumpTooLateError(MsDebugError):
+    """A data dump asked for after the first graph compile; the message gives the first cell."""
+
+
 def echo(value: object, quote: bool = True, limit: int = ECHO_LIMIT) -> str:
     """``value`` as an error line repeats it: ``repr`` (or the text itself with ``quote=False``),
     its middle cut out beyond ``limit`` characters, with how much was cut.
@@ -92,3 +105,15 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     pool = {c.lower(): c for c in candidates}
     close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
     return f" Did you mean {pool[close[0]]!r}?" if close else ""
+
+
+class ProfileReadError(DumpError):
+    """A path that holds no profiler output msdebug can read."""
+
+
+class ProfilerOptionsError(InvalidValueError):
+    """A profiler option, ``MS_PROFILER_OPTIONS`` field or ``profiler_config.json`` field is wrong."""
+
+
+class ProfilerError(MsDebugError):
+    """MindSpore's profiler refused to start or stop; the message says what it said."""

@@ -39,6 +39,7 @@ __all__ = [
     "device_lock",
     "get",
     "hold",
+    "holding",
     "listening",
     "notify",
     "on_change",
@@ -714,28 +715,38 @@ def reset() -> ChangeReport:
 # settings in a cell then costs no refreshes and sends nothing to the front end.
 
 _listeners: list[weakref.ref] = []
+_eager: list[weakref.ref] = []  # on_change(while_held=True)
 _held = False
 
 
-def on_change(callback) -> Any:
+def on_change(callback, *, while_held: bool = False) -> Any:
     """Call ``callback()`` after msdebug changed the context, and after every cell.
 
     Only a weak reference is kept (a bound method lives as long as its object), so a
     listener never keeps a closed panel alive. Returns a function that unsubscribes.
+    With ``while_held`` the listener also hears the changes a running cell makes (the
+    status bar shows a scoped cell's settings while it runs; :func:`holding` tells it
+    that a cell is running).
     """
     ref = weakref.WeakMethod(callback) if hasattr(callback, "__self__") else weakref.ref(callback)
-    _listeners.append(ref)
+    (_eager if while_held else _listeners).append(ref)
 
     def unsubscribe() -> None:
-        with contextlib.suppress(ValueError):
-            _listeners.remove(ref)
+        for refs in (_listeners, _eager):
+            with contextlib.suppress(ValueError):
+                refs.remove(ref)
 
     return unsubscribe
 
 
 def listening() -> bool:
     """Whether anything listens."""
-    return bool(_listeners)
+    return bool(_listeners or _eager)
+
+
+def holding() -> bool:
+    """Whether notifications are held (a cell is running)."""
+    return _held
 
 
 def hold() -> None:
@@ -757,19 +768,25 @@ def notify() -> None:
     A listener that fails is dropped with a warning: it must not undo or fail the write
     that caused the notification.
     """
+    if _eager:
+        _call(_eager)
     if _held or not _listeners:
         return
-    for ref in list(_listeners):
+    _call(_listeners)
+
+
+def _call(refs: list[weakref.ref]) -> None:
+    for ref in list(refs):
         callback = ref()
         if callback is None:
             with contextlib.suppress(ValueError):
-                _listeners.remove(ref)
+                refs.remove(ref)
             continue
         try:
             callback()
         except Exception as error:  # noqa: BLE001 - a broken listener must not break apply()
             with contextlib.suppress(ValueError):
-                _listeners.remove(ref)
+                refs.remove(ref)
             warnings.warn(
-                f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=2
+                f"msdebug: a context listener failed and was removed: {error!r}", RuntimeWarning, stacklevel=3
             )

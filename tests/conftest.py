@@ -31,13 +31,19 @@ def shell():
 
 
 @pytest.fixture
-def ip(shell):
-    """The shell; every context key is put back after the test."""
+def restored_context():
+    """Every context key is put back after the test, whatever the test did."""
     import msdebug
 
     snap = msdebug.snapshot()
-    yield shell
+    yield
     msdebug.restore(snap)
+
+
+@pytest.fixture
+def ip(shell, restored_context):
+    """The shell; every context key is put back after the test."""
+    return shell
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Helpers for tests: fresh interpreters and real Jupyter kernels."""
+"""Helpers for tests: fresh interpreters, fresh IPython shells and real Jupyter kernels."""
 
 from __future__ import annotations
 
@@ -30,6 +30,34 @@ def run_python(code: str, timeout: float = 180, env: dict[str, str] | None = Non
         env=env or kernel_env(),
         cwd=os.getcwd(),
     )
+
+
+# What every fresh shell starts with: a new IPython shell ``ip``, msdebug not loaded yet.
+FRESH_SHELL = """\
+import os, sys
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+ip = start_ipython()
+"""
+
+
+class ShellOutput(list):
+    """The lines a fresh shell printed; its stderr is ``.stderr``."""
+
+    stderr: str = ""
+
+
+def fresh_shell(code: str, env: dict[str, str] | None = None) -> ShellOutput:
+    """Run ``code`` in a new IPython shell ``ip`` in a fresh interpreter; returns its stdout lines.
+
+    The code also has ``os``, ``sys`` and ``UsageError``. A non-zero exit fails the test with
+    the interpreter's stderr in the message.
+    """
+    result = run_python(FRESH_SHELL + textwrap.dedent(code), env=env)
+    assert result.returncode == 0, f"the fresh shell exited with {result.returncode}:\n{result.stderr[-4000:]}"
+    lines = ShellOutput(result.stdout.splitlines())
+    lines.stderr = result.stderr
+    return lines
 
 
 class Kernel:

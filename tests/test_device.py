@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from helpers import run_python
+from helpers import ShellOutput, fresh_shell
 
-SESSION = """
-from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
-ip = start_ipython()
+MAGIC = """
 ip.run_line_magic("load_ext", "msdebug")
 
 def magic(line):
@@ -18,15 +15,15 @@ def magic(line):
 """
 
 
-def session(body: str):
-    result = run_python(SESSION + body)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
+def session(body: str) -> ShellOutput:
+    return fresh_shell(MAGIC + body)
 
 
-def test_device_can_be_chosen_before_the_first_operator_and_only_once():
+def test_before_the_first_operator_a_device_can_be_chosen_once_and_a_missing_target_is_refused_quietly():
     out = session(
         """
+magic("device=GPU:0")
+magic("device_target=Ascend")
 magic("device=CPU:1")
 import mindspore as ms
 print("current:", tuple(ms.get_current_device()))
@@ -34,10 +31,17 @@ magic("device=CPU:1")
 magic("device_id=2")
 """
     )
-    assert out[0] == "ok: device: CPU:0 → CPU:1"
-    assert out[1] == "current: ('CPU', 1)"
-    assert out[2] == "ok: device: CPU:1 (unchanged)"
-    assert out[3] == (
+    assert out[0].startswith("usage error: device: GPU is not available in this MindSpore build (it supports CPU)")
+    assert out[0].endswith(
+        "make this the first cell of a fresh kernel: import mindspore; mindspore.set_device('GPU', 0)"
+    )
+    assert out[1].startswith("usage error: device: Ascend is not available")
+    # MindSpore itself would first log "libcuda.so ... is not found" errors; msdebug never asks it.
+    assert "libcuda" not in out.stderr and "[ERROR]" not in out.stderr
+    assert out[2] == "ok: device: CPU:0 → CPU:1"
+    assert out[3] == "current: ('CPU', 1)"
+    assert out[4] == "ok: device: CPU:1 (unchanged)"
+    assert out[5] == (
         "usage error: device: mindspore.set_device() already chose CPU:1 and can be called only once per "
         "process; restart the kernel and make this the first cell: import mindspore; mindspore.set_device('CPU', 2)"
     )
@@ -60,16 +64,3 @@ print("still works:", (ms.Tensor(np.ones(2, np.float32)) * 2).asnumpy().tolist()
     )
     assert out[1:3] == ["ok: device: CPU:0 (unchanged)", "ok: device: CPU:0 (unchanged)"]  # what already is: fine
     assert out[3] == "still works: [2.0, 2.0]"
-
-
-def test_a_target_the_build_lacks_is_refused_before_mindspore_logs_anything():
-    result = run_python(SESSION + 'magic("device=GPU:0")\nmagic("device_target=Ascend")\n')
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].startswith("usage error: device: GPU is not available in this MindSpore build (it supports CPU)")
-    assert lines[0].endswith(
-        "make this the first cell of a fresh kernel: import mindspore; mindspore.set_device('GPU', 0)"
-    )
-    assert lines[1].startswith("usage error: device: Ascend is not available")
-    # MindSpore itself would first log "libcuda.so ... is not found" errors; msdebug never asks it.
-    assert "libcuda" not in result.stderr and "[ERROR]" not in result.stderr

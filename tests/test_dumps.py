@@ -1,7 +1,8 @@
 """Reading dumps: the .ir parser, RDR trees and save_graphs directories, on real fixtures.
 
 The fixtures in tests/data were made with real MindSpore (RDR with 2.7.0, save_graphs with
-2.10) by tests/data/make_fixtures.py; their source locations point into that script.
+2.10) by tests/data/make_fixtures.py; their source locations point into that script, named
+relative to the repository root, so nothing here depends on where the fixtures were made.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ DATA = Path(__file__).parent / "data"
 MODE2 = DATA / "rdr_mode2"
 MODE1 = DATA / "rdr_mode1"
 GRAPHS = DATA / "graphs_l2"
-SCRIPT = "/work/wt5/tests/data/make_fixtures.py"  # where the fixtures were generated
+SCRIPT = "tests/data/make_fixtures.py"  # the dumps name it relative to the repository root (make_fixtures rewrites it)
 
 
 def one(directory: Path, pattern: str) -> Path:
@@ -66,11 +67,11 @@ def test_kernel_graph_ir_of_the_failure_run():
     assert (gather.output_dtype, gather.output_shape) == ("Float32", (1, 3))
     assert gather.input_types.startswith("(<Tensor[Float32], (4, 3)>, <Tensor[Int32], (1)>")
     sources = gather.sources
-    assert [str(s) for s in sources[:2]] == [f"{SCRIPT}:78~79", f"{SCRIPT}:79"]
+    assert [str(s) for s in sources[:2]] == [f"{SCRIPT}:84~85", f"{SCRIPT}:85"]
     assert sources[1].columns == (19, 29)
     assert sources[1].code == "            return ops.gather(table, index, 0) + 1"
     assert sources[2].installed and sources[2].columns is None  # "gen_ops_def.py:8878~8944/def gather(...)/"
-    assert str(gather.source) == f"{SCRIPT}:79"  # the innermost line outside installed packages
+    assert str(gather.source) == f"{SCRIPT}:85"  # the innermost line outside installed packages
     assert add.inputs == ["%0"] and make_tuple.op == "MakeTuple" and make_tuple.source is None
     assert ir.graphs[0].returns == "Return(%2)"
 
@@ -93,7 +94,7 @@ def test_pipeline_stage_with_utf8_names_branches_and_calls():
     assert (call.op, call.callee) == ("call", "%10")
     assert call.inputs[0] == "%10" and "@FuncUnion" not in call.inputs
     assert nodes[1].scope == "Default/dense-Dense"  # front-end files write "# Scope:"
-    assert str(ir.graphs[0].source) == f"{SCRIPT}:49~55"
+    assert str(ir.graphs[0].source) == f"{SCRIPT}:55~61"
 
 
 def test_saved_graph_ir_and_nested_graphs():
@@ -334,7 +335,7 @@ def test_explorer_rdr_summary_exec_order_memory_graph(rdr_tree):
         26,
         46,
     )
-    assert (first.source, first.code) == (f"{SCRIPT}:50", "y = self.dense(фx)")
+    assert (first.source, first.code) == (f"{SCRIPT}:56", "y = self.dense(фx)")
     assert "IR line 26" in repr(order) and "y = self.dense(фx)" in order._repr_html_()
     memory = explorer.memory()
     assert memory.rows[0].name == "Default/dense-Dense/MatMul-op0" and memory.totals == (68, 0, 21)

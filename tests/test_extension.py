@@ -1,27 +1,13 @@
-"""Loading and unloading the extension; each scenario in a fresh interpreter."""
+"""Loading and unloading the extension; each scenario in a fresh shell (helpers.fresh_shell)."""
 
 from __future__ import annotations
 
-from helpers import run_python
-
-SHELL = """
-import os, sys
-from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
-ip = start_ipython()
-"""
+from helpers import ShellOutput, fresh_shell, kernel_env
 
 
-def lines(code: str) -> list[str]:
-    result = run_python(SHELL + code, env=_env_without_glog())
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
-
-
-def _env_without_glog() -> dict[str, str]:
-    from helpers import kernel_env
-
-    return {k: v for k, v in kernel_env().items() if k != "GLOG_v"}
+def lines(code: str) -> ShellOutput:
+    """``fresh_shell`` without GLOG_v in its environment: these tests watch msdebug set it."""
+    return fresh_shell(code, env={k: v for k, v in kernel_env().items() if k != "GLOG_v"})
 
 
 def test_loading_does_not_import_mindspore_and_sets_its_log_level():
@@ -81,9 +67,8 @@ print("reloaded:", state())
 
 
 def test_preferences_are_traitlets_for_percent_config():
-    result = run_python(
-        SHELL
-        + """
+    out = lines(
+        """
 ip.run_line_magic("load_ext", "msdebug")
 ip.run_line_magic("config", "MsDebug.log_level = 'ERROR'")
 print(os.environ["GLOG_v"])
@@ -91,12 +76,10 @@ ip.run_cell("%config MsDebug.log_level = 'LOUD'")   # IPython logs the TraitErro
 print(os.environ["GLOG_v"])
 import mindspore as ms
 print(ms.log.get_level())
-""",
-        env=_env_without_glog(),
+"""
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["3", "3", "3"]
-    assert "The 'log_level' trait of a MsDebug instance expected any of ['DEBUG'," in result.stderr
+    assert out == ["3", "3", "3"]
+    assert "The 'log_level' trait of a MsDebug instance expected any of ['DEBUG'," in out.stderr
 
 
 def test_reset_goes_back_to_mindspores_start_up_context_when_loaded_first():

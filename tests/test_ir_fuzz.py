@@ -1,13 +1,21 @@
-"""The .ir parser on arbitrary input: a parsed file or DumpFormatError, never anything else."""
+"""The .ir parser on arbitrary input: a parsed file that agrees with its own text, or
+DumpFormatError, never anything else.
+
+"Agrees with its text": the file's size and line count are the input's, every graph and
+node points at a line of the input that is that graph's or node's line, the counts a
+view shows (``node_count``, ``op_counts``) add up to the nodes listed, and every lazily
+parsed detail of every node can be read.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from msdebug.dumps import DumpFormatError, IrFile, parse_ir
+from msdebug.dumps import DumpFormatError, IrFile, parse_ir, read_ir
 
 # Real lines, so the fuzzer reaches deep into graphs and nodes, not only the "no IR" exit.
 _SAMPLE = next((Path(__file__).parent / "data/rdr_mode2/rank_0/rdr").glob("PIPELINE.12_optimize.*.ir"))
@@ -29,40 +37,71 @@ SHAPES = [
     "      # In file :/",
     "      # Scope: (",
     "subgraph @(",
+    "  %2(b) = ",
+    "  %3(c) = (x)",
+    "  %4(d) = a\x1cb(%0)",
+    "  %5(e) = [x]",
+    "  %6(f) = \tOp(%0)",
+    "      : (<x>) -> (<Tensor[Float32], (N, -1)>)",
+    "      : (<Ref[Tensor[Int32]], ()>)",
 ]
 line = st.one_of(st.sampled_from(REAL_LINES), st.sampled_from(SHAPES), st.text(max_size=80))
 
 
-def exercise(ir: IrFile) -> None:
-    """Touch everything a view reads, including the lazily parsed node details."""
-    seen = [ir.op_counts()]
+def check(ir: IrFile, data: bytes) -> None:
+    """Assert that ``ir`` agrees with the bytes it was parsed from, touching everything a view reads."""
+    lines = [raw.decode("utf-8", "replace") for raw in data.split(b"\n")]
+    if data.endswith(b"\n"):
+        lines.pop()
+    assert (ir.size, ir.lines) == (len(data), len(lines))
+    assert ir.node_count == sum(len(graph.nodes) for graph in ir.graphs) == sum(ir.op_counts().values())
+    previous = 0
     for graph in ir.graphs:
-        seen.append(graph.source)
+        assert previous < graph.lineno <= ir.lines, f"@{graph.name} at line {graph.lineno} of {ir.lines}"
+        assert lines[graph.lineno - 1].startswith("subgraph @")
+        assert Counter(node.op for node in graph.nodes) == graph.op_counts
+        assert graph.source is None or graph.source.line >= 0
         for node in graph.nodes:
-            seen += [node.op, node.callee, node.inputs, node.scope, node.output_dtype, node.output_shape]
-            seen += [node.input_types, node.sources, node.source, node.signature(), node.matches("x")]
-    assert len(seen) >= 1
+            assert graph.lineno < node.lineno <= ir.lines, f"{node!r} outside @{graph.name} .. line {ir.lines}"
+            assert lines[node.lineno - 1] == f"  {node.id}({node.name}) = {node.text}", node
+            assert node.graph == graph.name
+            # The lazily parsed details: each is read from the node's own lines.
+            assert node.callee in node.text and node.scope in node.block
+            assert all(ref[:1] in ("%", "@") for ref in node.inputs)
+            assert node.input_types in node.abstract and node.output_dtype in node.output_type
+            assert node.output_shape is None or all(isinstance(size, int) for size in node.output_shape)
+            assert node.source is None or node.source in node.sources
+            assert node.signature().startswith(f"{node.op} ") and node.matches(node.name.lower())
+            previous = node.lineno
+        previous = max(previous, graph.lineno)
+
+
+def parse_or_format_error(data: bytes) -> IrFile | None:
+    """``parse_ir(data)``, or None on DumpFormatError (the one error it may raise)."""
+    try:
+        return parse_ir(data)
+    except DumpFormatError:
+        return None
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(line, max_size=60), st.booleans())
+@example(["subgraph @g() {", "  %0(a) = Op()", "subgraph @h() {", "}"], True)  # @g has no "}"
 def test_structured_garbage(lines, final_newline):
     text = "\n".join(lines) + ("\n" if final_newline else "")
     try:
         ir = parse_ir(text)
     except DumpFormatError:
         return
-    exercise(ir)
+    check(ir, text.encode("utf-8", "surrogatepass"))
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2000))
 def test_raw_bytes(data):
-    try:
-        ir = parse_ir(data)
-    except DumpFormatError:
-        return
-    exercise(ir)
+    ir = parse_or_format_error(data)
+    if ir is not None:
+        check(ir, data)
 
 
 @settings(max_examples=100, deadline=None)
@@ -74,5 +113,15 @@ def test_real_file_cut_anywhere(cut):
     except DumpFormatError as error:
         assert "empty file" in str(error) or "cut short" in str(error) or "not a MindSpore IR dump" in str(error)
         return
-    exercise(ir)
+    check(ir, data)
     assert all(graph.closed for graph in ir.graphs)
+
+
+def test_every_fixture_agrees_with_its_text():
+    """The invariants hold on real dumps too, read from disk in chunks as well as from memory."""
+    files = sorted((Path(__file__).parent / "data").rglob("*.ir"))
+    assert len(files) > 100
+    for path in files:
+        data = path.read_bytes()
+        check(read_ir(path), data)
+        check(parse_ir(data), data)

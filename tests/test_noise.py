@@ -49,7 +49,12 @@ def _save_graphs_cell(path) -> str:
     )
 
 
-def test_the_cause_ir_dumps_of_code_without_a_file_flood_stderr(tmp_path):
+# --------------------------------------------------------------------------- premise checks
+# MindSpore's and ipykernel's own behaviour, without msdebug: the reason for the cell files.
+# When one fails, MindSpore or ipykernel changed, and the cell files may no longer be needed.
+
+
+def test_premise_ir_dumps_of_code_without_a_file_flood_stderr(tmp_path):
     cell = NET + _save_graphs_cell(tmp_path / "graphs")
     result = run_python(
         f"""
@@ -65,11 +70,14 @@ def test_the_cause_ir_dumps_of_code_without_a_file_flood_stderr(tmp_path):
     assert len(result.stderr) > 64 * 1024  # more than a pipe holds
 
 
-def test_a_compile_error_in_a_kernel_logs_may_not_exists_without_msdebug(kernel):
+def test_premise_a_compile_error_in_a_kernel_logs_may_not_exists_without_msdebug(kernel):
     kernel.run(NET)
     status, outputs = kernel.run(COMPILE_ERROR)
     assert text_of(outputs, name="stdout") == "NameError\n"
     assert "may not exists" in text_of(outputs, name="stderr")
+
+
+# --------------------------------------------------------------------------- msdebug
 
 
 def test_with_msdebug_the_same_error_finds_its_source(kernel):

@@ -18,7 +18,7 @@ from msdebug.ipython import controls
 from msdebug.keys import CATALOG
 from msdebug.recorders.envconfig import rdr_unavailable
 
-from helpers import run_python
+from helpers import fresh_shell
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_widget_values_round_trip_through_the_catalog():
     assert (device_id.low, device_id.high) == (0, 4095)
 
 
-def test_summary_line(ip):
+def test_summary_line(restored_context):
     msdebug.set(mode="graph")
     state = settings.state()
     assert controls.summary_line(state).startswith("GRAPH · CPU:0 · sync off")
@@ -131,7 +131,7 @@ def test_a_new_env_config_keeps_mem_reuse_overwrites_nothing_and_leaves_no_file_
 # --------------------------------------------------------------------------- listeners
 
 
-def test_listeners_hear_apply_restore_and_reset_and_are_held_weakly(ip):
+def test_listeners_hear_apply_restore_and_reset_and_are_held_weakly(restored_context):
     heard = []
 
     class Listener:
@@ -155,7 +155,7 @@ def test_listeners_hear_apply_restore_and_reset_and_are_held_weakly(ip):
     unsubscribe()  # harmless after the listener is gone
 
 
-def test_a_failing_listener_is_dropped_with_a_warning_and_the_write_stands(ip):
+def test_a_failing_listener_is_dropped_with_a_warning_and_the_write_stands(restored_context):
     def broken():
         raise RuntimeError("boom")
 
@@ -176,72 +176,92 @@ def test_a_failing_listener_is_dropped_with_a_warning_and_the_write_stands(ip):
 def test_in_a_plain_shell_the_panel_is_readable_text(ip):
     ip.run_line_magic("mscontext", "mode=graph")
     panel = ip.run_line_magic("mscontext", "--panel")
-    text = repr(panel)
-    lines = text.splitlines()
-    assert lines[0].startswith("msdebug panel · GRAPH · CPU:0 · sync off · print capture off")
-    assert "* mode                   GRAPH_MODE (0)" in lines
-    assert "  GPU disabled: this MindSpore build cannot run on GPU (it supports CPU)" in lines
-    assert "  print_file_path        '' (not set)" in lines  # msdebug writes it on CPU, so it is not locked
-    assert ip.display_formatter.format(panel)[0]["text/plain"] == text
-    panel.close()
+    try:
+        text = repr(panel)
+        lines = text.splitlines()
+        assert lines[0].startswith("msdebug panel · GRAPH · CPU:0 · sync off · print capture off")
+        assert "* mode                   GRAPH_MODE (0)" in lines
+        assert "  GPU disabled: this MindSpore build cannot run on GPU (it supports CPU)" in lines
+        assert "  print_file_path        '' (not set)" in lines  # msdebug writes it on CPU, so it is not locked
+        assert ip.display_formatter.format(panel)[0]["text/plain"] == text
+    finally:
+        panel.close()
 
 
 def test_every_kind_of_control_writes_through_apply(ip):
     panel = msdebug.panel()
-    panel.controls["mode"].value = "graph"  # toggle buttons
-    panel.controls["pynative_synchronize"].value = True  # switch
-    panel.controls["check_bprop"].value = True  # checkbox
-    panel.controls["save_graphs"].value = "1"  # dropdown
-    panel.controls["max_call_depth"].value = 321  # int
-    panel.controls["save_graphs_path"].value = "graphs-here"  # text
-    panel.controls["jit_config"].value = '{"jit_level": "O1"}'  # JSON
-    assert (ms.get_context("mode"), ms.get_context("pynative_synchronize"), ms.get_context("check_bprop")) == (
-        0,
-        True,
-        True,
-    )
-    assert (ms.get_context("save_graphs"), ms.get_context("max_call_depth")) == (1, 321)
-    assert ms.get_context("save_graphs_path").endswith("/graphs-here")  # MindSpore keeps the real path
-    assert panel.controls["save_graphs_path"].value == ms.get_context("save_graphs_path")
-    assert ms.get_context("jit_config")["jit_level"] == "O1"
-    assert panel.controls["jit_level"].value == "O1"  # its entry follows
-    assert panel.controls["pynative_synchronize"].description == "on"
-    assert panel.error == ""
-    panel.close()
+    try:
+        panel.controls["mode"].value = "graph"  # toggle buttons
+        panel.controls["pynative_synchronize"].value = True  # switch
+        panel.controls["check_bprop"].value = True  # checkbox
+        panel.controls["save_graphs"].value = "1"  # dropdown
+        panel.controls["max_call_depth"].value = 321  # int
+        panel.controls["save_graphs_path"].value = "graphs-here"  # text
+        panel.controls["jit_config"].value = '{"jit_level": "O1"}'  # JSON
+        panel.controls["graph_kernel_flags"].value = "--opt_level=1"  # text MindSpore takes as it is
+        panel.controls["jit_syntax_level"].value = "strict"  # dropdown of names for numbers
+        assert (ms.get_context("mode"), ms.get_context("pynative_synchronize"), ms.get_context("check_bprop")) == (
+            0,
+            True,
+            True,
+        )
+        assert (ms.get_context("save_graphs"), ms.get_context("max_call_depth")) == (1, 321)
+        assert ms.get_context("save_graphs_path").endswith("/graphs-here")  # MindSpore keeps the real path
+        assert panel.controls["save_graphs_path"].value == ms.get_context("save_graphs_path")
+        assert ms.get_context("jit_config")["jit_level"] == "O1"
+        assert (ms.get_context("graph_kernel_flags"), ms.get_context("jit_syntax_level")) == ("--opt_level=1", 0)
+        assert panel.controls["jit_level"].value == "O1"  # its entry follows
+        assert panel.controls["pynative_synchronize"].description == "on"
+        assert panel.error == ""
+    finally:
+        panel.close()
 
 
 def test_a_rejected_value_shows_one_line_and_the_control_returns(ip):
     panel = msdebug.panel()
-    panel.controls["max_call_depth"].value = 0
-    assert panel.error == "max_call_depth: 0 is out of range; allowed: an integer >= 1."
-    assert panel.controls["max_call_depth"].value == 1000
-    panel.controls["jit_config"].value = "{not json"
-    assert panel.error.startswith("jit_config: expected a dict such as {'jit_level': 'O1'}, got '{not json'")
-    assert panel.controls["jit_config"].value == "{}"
-    panel.controls["mode"].value = "graph"  # a good write clears the error
-    assert panel.error == ""
-    panel.close()
+    try:
+        panel.controls["max_call_depth"].value = 0
+        assert panel.error == "max_call_depth: 0 is out of range; allowed: an integer >= 1."
+        assert panel.controls["max_call_depth"].value == 1000
+        panel.controls["jit_config"].value = "{not json"
+        assert panel.error.startswith("jit_config: expected a dict such as {'jit_level': 'O1'}, got '{not json'")
+        assert panel.controls["jit_config"].value == "{}"
+        path = panel.controls["save_graphs_path"].value
+        panel.controls["save_graphs_path"].value = ""
+        assert panel.error == "save_graphs_path: empty value; give a non-empty path, e.g. ./graphs."
+        assert panel.controls["save_graphs_path"].value == path == ms.get_context("save_graphs_path")
+        assert "error: save_graphs_path: empty value" in panel.text()
+        panel.controls["mode"].value = "graph"  # a good write clears the error
+        assert panel.error == ""
+    finally:
+        panel.close()
 
 
 def test_two_panels_stay_consistent_and_reset_goes_back(ip):
     first, second = msdebug.panel(), msdebug.panel()
-    first.controls["mode"].value = "graph"
-    assert second.controls["mode"].value == "graph"
-    assert second.model.summary.startswith("GRAPH")
-    msdebug.set(save_graphs=2)
-    assert (first.controls["save_graphs"].value, second.controls["save_graphs"].value) == ("2", "2")
-    second.reset_button.click()
-    assert ms.get_context("mode") == 1 and first.controls["mode"].value == "pynative"
-    first.close()
-    second.close()
+    try:
+        first.controls["mode"].value = "graph"
+        assert second.controls["mode"].value == "graph"
+        assert second.model.summary.startswith("GRAPH")
+        msdebug.set(save_graphs=2)
+        assert (first.controls["save_graphs"].value, second.controls["save_graphs"].value) == ("2", "2")
+        second.controls["save_graphs_path"].value = "/tmp"
+        assert first.controls["save_graphs_path"].value == "/tmp" and first.model.summary == second.model.summary
+        second.reset_button.click()
+        assert ms.get_context("mode") == 1 and first.controls["mode"].value == "pynative"
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_closed_panel_stops_listening_and_can_be_collected(ip):
     before = len(settings._listeners)
     panel = msdebug.panel()
-    assert len(settings._listeners) == before + 1
+    try:
+        assert len(settings._listeners) == before + 1
+    finally:
+        panel.close()
     ref = weakref.ref(panel)
-    panel.close()
     del panel
     gc.collect()
     assert ref() is None
@@ -252,38 +272,34 @@ def test_unsupported_targets_are_disabled_with_the_reason(ip):
     from msdebug.backend import get_backend
 
     panel = msdebug.panel()
-    # CPU stays selectable until an operator has run in this process (earlier tests may have run one).
-    assert panel.targets["CPU"].value and panel.targets["CPU"].disabled == get_backend().device().started
-    assert panel.targets["GPU"].disabled
-    assert panel.targets["GPU"].tooltip == "this MindSpore build cannot run on GPU (it supports CPU)"
-    panel.targets["GPU"].value = True  # set from code anyway: refused, stays on CPU
-    assert panel.error.startswith("device: GPU is not available in this MindSpore build")
-    assert panel.targets["CPU"].value and not panel.targets["GPU"].value
-    panel.close()
+    try:
+        # CPU stays selectable until an operator has run in this process (earlier tests may have run one).
+        assert panel.targets["CPU"].value and panel.targets["CPU"].disabled == get_backend().device().started
+        assert panel.targets["GPU"].disabled
+        assert panel.targets["GPU"].tooltip == "this MindSpore build cannot run on GPU (it supports CPU)"
+        panel.targets["GPU"].value = True  # set from code anyway: refused, stays on CPU
+        assert panel.error.startswith("device: GPU is not available in this MindSpore build")
+        assert panel.targets["CPU"].value and not panel.targets["GPU"].value
+    finally:
+        panel.close()
 
 
 def test_without_ipywidgets_the_panel_says_how_to_install_it():
-    result = run_python(
+    first, second = fresh_shell(
         """
-import sys
 sys.modules["ipywidgets"] = None
 import msdebug
-from IPython.testing.globalipapp import start_ipython
-ip = start_ipython()
 ip.run_line_magic("load_ext", "msdebug")
 try:
     msdebug.panel()
 except ImportError as error:
     print(type(error).__name__, error)
-from IPython.core.error import UsageError
 try:
     ip.run_line_magic("mscontext", "--panel")
 except UsageError as error:
     print("usage error:", error)
 """
     )
-    assert result.returncode == 0, result.stderr
-    first, second = result.stdout.splitlines()
     assert first.startswith("WidgetsMissingError the settings panel needs ipywidgets, which is not installed")
     assert first.endswith('install it with: pip install ipywidgets  (or pip install "msdebug[all]")')
     assert second.startswith("usage error: the settings panel needs ipywidgets")
@@ -291,21 +307,23 @@ except UsageError as error:
 
 def test_while_a_cell_runs_panels_wait_for_its_end(ip):
     panel = ip.user_ns["panel"] = msdebug.panel()
-    result = ip.run_cell(
-        "import msdebug\n"
-        "for _ in range(3):\n"
-        "    with msdebug.context(mode='graph'):\n"
-        "        pass\n"
-        "msdebug.set(save_graphs=1)\n"
-        "during = panel.controls['save_graphs'].value"
-    )
-    assert result.success
-    assert ip.user_ns["during"] == "0"  # held: nothing refreshed inside the cell
-    assert panel.controls["save_graphs"].value == "1"  # one refresh at its end
-    panel.close()
+    try:
+        result = ip.run_cell(
+            "import msdebug\n"
+            "for _ in range(3):\n"
+            "    with msdebug.context(mode='graph'):\n"
+            "        pass\n"
+            "msdebug.set(save_graphs=1)\n"
+            "during = panel.controls['save_graphs'].value"
+        )
+        assert result.success
+        assert ip.user_ns["during"] == "0"  # held: nothing refreshed inside the cell
+        assert panel.controls["save_graphs"].value == "1"  # one refresh at its end
+    finally:
+        panel.close()
 
 
-def test_sync_says_where_it_acts(ip):
+def test_sync_says_where_it_acts(restored_context):
     msdebug.set(mode="graph")
     assert controls.model(settings.state())["pynative_synchronize"].note == (
         "acts on PYNATIVE execution; GRAPH mode runs whole graphs anyway"

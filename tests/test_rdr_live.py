@@ -1,6 +1,6 @@
 """RDR for real, with MindSpore 2.7.0 (the last version that has it). Opt-in:
 
-    MSDEBUG_MS270_PYTHON=/path/to/venv27/bin/python pytest tests/test_rdr_live.py
+    MSDEBUG_MS270_PYTHON=$(.ci/ms270) pytest tests/test_rdr_live.py
 
 That interpreter needs mindspore==2.7.0 and numpy<2; msdebug comes from this checkout
 (PYTHONPATH). Skipped when the variable is not set.

@@ -18,14 +18,6 @@ from helpers import run_python
 
 
 @pytest.fixture
-def restored():
-    """Put every key back after the test, whatever the test did."""
-    snap = msdebug.snapshot()
-    yield
-    msdebug.restore(snap)
-
-
-@pytest.fixture
 def samples(tmp_path):
     """A non-default value for every key that has an effect on, or is accepted by, a CPU build."""
     config = tmp_path / "env_config.json"
@@ -75,7 +67,7 @@ def _effect() -> tuple[dict, dict]:
     return _raw(), env
 
 
-def test_msdebug_writes_have_exactly_the_effect_of_set_context(restored, samples):
+def test_msdebug_writes_have_exactly_the_effect_of_set_context(restored_context, samples):
     """The direct per-key path msdebug uses for 2.7-2.10 must equal mindspore.set_context."""
     snap = msdebug.snapshot()
     for name, value in samples.items():
@@ -89,7 +81,7 @@ def test_msdebug_writes_have_exactly_the_effect_of_set_context(restored, samples
         assert _effect()[0] == dict(snap), f"{name} was not restored exactly"
 
 
-def test_an_entry_key_is_merged_into_its_dict(restored):
+def test_an_entry_key_is_merged_into_its_dict(restored_context):
     msdebug.set(jit_config={"infer_boost": "off"})
     report = msdebug.set(jit_level="O1")
     assert ms.get_context("jit_config") == {"infer_boost": "off", "jit_level": "O1"}
@@ -97,7 +89,7 @@ def test_an_entry_key_is_merged_into_its_dict(restored):
     assert [(c.key.name, c.old, c.new) for c in report.changes] == [("jit_level", "", "O1")]
 
 
-def test_restore_resets_the_entries_a_dict_key_set(restored):
+def test_restore_resets_the_entries_a_dict_key_set(restored_context):
     snap = msdebug.snapshot()
     ms.set_context(jit_config={"jit_level": "O1", "infer_boost": "off"})
     msdebug.restore(snap)
@@ -105,7 +97,7 @@ def test_restore_resets_the_entries_a_dict_key_set(restored):
     assert ms.get_context("jit_level") == ""  # set_context(jit_config={}) would leave O1 here
 
 
-def test_snapshot_restore_undoes_raw_set_context_calls(restored, samples):
+def test_snapshot_restore_undoes_raw_set_context_calls(restored_context, samples):
     snap = msdebug.snapshot()
     expected = {name: ms.get_context(name) for name in samples}
     for name, value in samples.items():
@@ -118,14 +110,14 @@ def test_snapshot_restore_undoes_raw_set_context_calls(restored, samples):
     assert _raw() == dict(snap)
 
 
-def test_all_or_nothing_when_mindspore_refuses_a_later_key(restored):
+def test_all_or_nothing_when_mindspore_refuses_a_later_key(restored_context):
     before = dict(msdebug.snapshot())
     with pytest.raises(MindSporeRefusedError, match="env_config_path"):
         msdebug.set(mode="graph", env_config_path="/no/such/config.json")
     assert dict(msdebug.snapshot()) == before
 
 
-def test_a_partial_write_inside_mindspore_is_rolled_back(restored):
+def test_a_partial_write_inside_mindspore_is_rolled_back(restored_context):
     before = dict(msdebug.snapshot())
     # MindSpore's own setter applies both entries, then raises: msdebug must undo them.
     with pytest.raises(MindSporeRefusedError, match="Only jit_level set O0 can set infer_boost to on"):
@@ -134,7 +126,7 @@ def test_a_partial_write_inside_mindspore_is_rolled_back(restored):
     assert ms.get_context("jit_level") == ""
 
 
-def test_msdebug_does_not_log_mindsporess_deprecation_lines_for_its_own_calls(restored):
+def test_msdebug_does_not_log_mindsporess_deprecation_lines_for_its_own_calls(restored_context):
     records = []
     handler = logging.Handler()
     handler.emit = records.append
@@ -153,7 +145,7 @@ def test_msdebug_does_not_log_mindsporess_deprecation_lines_for_its_own_calls(re
         logger.removeHandler(handler)
 
 
-def test_context_restores_after_success_error_and_interrupt(restored):
+def test_context_restores_after_success_error_and_interrupt(restored_context):
     msdebug.set(mode="pynative")
     with msdebug.context(mode="graph", save_graphs=1) as scope:
         assert (msdebug.get("mode"), msdebug.get("save_graphs")) == (0, 1)
@@ -166,13 +158,13 @@ def test_context_restores_after_success_error_and_interrupt(restored):
         assert msdebug.get("mode") == 1
 
 
-def test_context_also_undoes_what_the_block_changed(restored):
+def test_context_also_undoes_what_the_block_changed(restored_context):
     with msdebug.context():
         ms.set_context(max_call_depth=123, exec_order="dfs")
     assert (ms.get_context("max_call_depth"), ms.get_context("exec_order")) == (1000, "bfs")
 
 
-def test_nested_contexts_unwind_in_order(restored):
+def test_nested_contexts_unwind_in_order(restored_context):
     with msdebug.context(mode="graph"):
         with msdebug.context(mode="pynative", pynative_synchronize=True):
             assert (msdebug.get("mode"), msdebug.get("pynative_synchronize")) == (1, True)
@@ -180,13 +172,13 @@ def test_nested_contexts_unwind_in_order(restored):
     assert msdebug.get("mode") == 1
 
 
-def test_memory_limits_cannot_be_scoped(restored):
+def test_memory_limits_cannot_be_scoped(restored_context):
     with pytest.raises(NotApplicableError):
         with msdebug.context(max_device_memory="2GB"):
             pass
 
 
-def test_state_marks_changes_and_platforms(restored):
+def test_state_marks_changes_and_platforms(restored_context):
     msdebug.set(mode="graph", exec_order="dfs")
     state = settings.state(changed_only=True)
     assert [row.key.name for row in state.rows] == ["mode", "exec_order"]

@@ -3,7 +3,8 @@
 * :mod:`.version`: which MindSpore is installed, whether it is imported (never imports it);
 * :mod:`.context`: :class:`Backend`, the context read without freezing and written after validation;
 * :mod:`.process`: the first import, the one Backend, compile tracking, queued work;
-* :mod:`.protos`: MindSpore's own generated protobuf modules.
+* :mod:`.protos`: MindSpore's own generated protobuf modules;
+* :mod:`.dump`: the data-dump variable and when MindSpore took it; :mod:`.hooks`: PyNative op hooks.
 """
 
 from __future__ import annotations

@@ -473,14 +473,18 @@ class Explorer(_Rendered):
         return [self.path]
 
 
-def open_dump(path: str | os.PathLike) -> Explorer:
-    """An explorer of the RDR tree, save_graphs directory or ``.ir`` file at ``path``.
+def open_dump(path: str | os.PathLike):
+    """An explorer of the RDR tree, save_graphs directory, ``.ir`` file or data dump at ``path``.
 
     Raises
     ------
     DumpError
         When there is nothing there that msdebug can read; the message names the path.
     """
+    from . import datadump, dataexplorer
+
+    if datadump.find_data_dump(path) is not None:  # rank_*/execution_order: MindSpore's data dump
+        return dataexplorer.DataDumpExplorer(path)
     return Explorer(path)
 
 

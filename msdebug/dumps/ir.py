@@ -36,7 +36,8 @@ from ..files import open_regular
 
 __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
 
-_CALLEE = re.compile(r"(call @[^\s(]+|%\d+|[^\s(\[]+)")
+# ASCII whitespace, as in the byte patterns of the scan, so a node's op is the one op_counts counted.
+_CALLEE = re.compile(r"(call @[^\s(]+|%\d+|[^\s(\[]+)", re.ASCII)
 _REFERENCE = re.compile(r"(?<![\w$@])(%para\d+_[^\s,()\[\]{}]+|%\d+|@[^\s,()\[\]{}]+)")
 _LOCATION = re.compile(
     r"# In file (?P<path>.+?):(?P<line>\d+)(?:~(?P<end>\d+))?(?:, (?P<c1>\d+)~(?P<c2>\d+))?/(?P<code>.*?)/(?:<~~.*)?$"
@@ -371,7 +372,8 @@ _SCAN = re.compile(
 )
 _OPS = re.compile(rb"\n  %\d+\([^)\n]*\) = (call @|%\d|[^\s(\[]+)")
 _ATTR = re.compile(rb"\n([A-Za-z_][\w.-]*): ([^\n]*)")
-_NODE_BLOCK = re.compile(r"^  %(\d+)\(([^)\n]*)\) = ([^\n]*)\n((?:      [^\n]*\n)*)", re.M)
+# Exactly the node lines _OPS counts (an op starts the right-hand side), so node_count == len(nodes).
+_NODE_BLOCK = re.compile(r"^  %(\d+)\(([^)\n]*)\) = ([^\s(\[][^\n]*)\n((?:      [^\n]*\n)*)", re.M | re.ASCII)
 _CHUNK = 1 << 22
 _NO_NODES: list = []  # shared by every empty graph; never appended to
 

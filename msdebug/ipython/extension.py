@@ -6,7 +6,7 @@ Loading twice is harmless, and loading never imports MindSpore.
 from __future__ import annotations
 
 from .. import backend
-from . import completion
+from . import comm, completion
 from .hooks import hold_during_cell, refresh_after_cell
 from .magics import MAGICS
 from .prefs import MsDebug, _loaded
@@ -43,6 +43,7 @@ def load(shell) -> None:
     else:
         backend.watch_first_import(backend.capture_pristine)
     _loaded[id(shell)] = prefs
+    comm.register(shell, prefs)  # JupyterLab's status bar; nothing in a terminal IPython
 
 
 def unload(shell) -> None:
@@ -50,6 +51,7 @@ def unload(shell) -> None:
     prefs = _loaded.pop(id(shell), None)
     if prefs is None:
         return
+    comm.unregister(shell)
     backend.unwatch()
     backend.untrack_compiles()
     completion.unregister(shell)

@@ -19,7 +19,12 @@ It writes, replacing what is there:
 The network has a UTF-8 argument name and a branch on a tensor, so the graph names carry
 ``↓``, ``✓`` and ``✗`` and a parameter is called ``фx``. MindSpore writes RDR files with
 mode 0400; they are committed writable (git keeps only the executable bit) and the tests
-make read-only copies. Source locations in the dumps point into this file.
+make read-only copies.
+
+Source locations in the dumps point into this file. So that no fixture depends on the
+directory it was made in, the paths MindSpore wrote are rewritten: this checkout's root
+becomes the relative ``tests/data/make_fixtures.py``, and the interpreter's prefix becomes
+``venv/`` (``venv/lib/python3.11/site-packages/mindspore/...``, still an installed package).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
 def _network():
@@ -106,12 +112,30 @@ def _replace(source: Path, target: Path) -> None:
         path.chmod(path.stat().st_mode | stat.S_IWUSR | stat.S_IRUSR)
 
 
+def _portable(tree: Path, python: str) -> None:
+    """Rewrite the machine's paths in the text dumps under ``tree`` (see the module docstring)."""
+    prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True)
+    # The interpreter first: it may live inside the checkout (.venv).
+    replacements = [(f"{prefix.stdout.strip()}/".encode(), b"venv/"), (f"{ROOT}/".encode(), b"")]
+    for path in sorted(tree.rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if path.suffix in (".ir", ".dot"):  # the .pb files hold no paths; rewriting would corrupt them
+            for old, new in replacements:
+                data = data.replace(old, new)
+            path.write_bytes(data)
+        if any(old in data for old, _ in replacements):
+            raise SystemExit(f"{path}: still names this machine's directories")
+
+
 def make_rdr(python: str) -> None:
     for mode, child in (("2", "rdr_mode2"), ("1", "rdr_mode1")):
         with tempfile.TemporaryDirectory() as scratch:
             out = Path(scratch) / "rdr"
             _run(python, child, Path(scratch), {"MS_RDR_ENABLE": "1", "MS_RDR_MODE": mode, "MS_RDR_PATH": str(out)})
             _replace(out, HERE / f"rdr_mode{mode}")
+            _portable(HERE / f"rdr_mode{mode}", python)
 
 
 def make_graphs(python: str) -> None:
@@ -131,6 +155,7 @@ def make_graphs(python: str) -> None:
                 path.unlink()
             seen.add(stem)
         _replace(out, HERE / "graphs_l2")
+        _portable(HERE / "graphs_l2", python)
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "graphs"
         _run(python, "graphs", Path(scratch), {"MS_DEV_SAVE_GRAPHS": "3", "MS_DEV_SAVE_GRAPHS_PATH": str(out)})
@@ -142,6 +167,7 @@ def make_graphs(python: str) -> None:
                     if twin.exists():
                         shutil.copy(twin, keep / twin.name)
         _replace(keep, HERE / "graphs_l3_dot")
+        _portable(HERE / "graphs_l3_dot", python)
 
 
 def main() -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from .context import ContextMagics
 from .dumps import DumpMagics
+from .nan import NanMagics
 from .prints import PrintMagics
+from .profile import ProfileMagics
 
 __all__ = ["MAGICS"]
 
-MAGICS = (ContextMagics, PrintMagics, DumpMagics)
+MAGICS = (ContextMagics, PrintMagics, DumpMagics, NanMagics, ProfileMagics)

@@ -1,0 +1,264 @@
+"""PyNative hooks: see every primitive call, Tensor operator and Cell call of a block.
+
+MindSpore 2.10 has no module-wide forward hook, and Cell hooks alone blame the wrong cell
+(a NaN made by ``ops.sqrt`` inside a parent's ``construct`` is first seen at the next
+child). So three things are wrapped, at class level, and put back exactly:
+
+* ``__call__`` of every generated primitive class that defines its own
+  (``mindspore.ops.auto_generate.gen_ops_prim``, which run ``pyboost_<op>``) and
+  ``Primitive.__call__`` for the legacy ones;
+* the operator methods of ``mindspore.common.tensor.Tensor`` (``x * y`` runs a C method of
+  ``TensorPy`` that no primitive wrapper sees);
+* ``Cell.__call__``, for the scope of each op.
+
+Graphs (GRAPH mode, ``@jit``) run none of these: their ops need a data dump.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = [
+    "HookObserver",
+    "OpHooks",
+    "TENSOR_METHODS",
+    "cell_parameters",
+    "cell_path_name",
+    "is_tensor",
+    "optimizer_parameters",
+    "to_numpy",
+    "user_frame",
+]
+
+# Tensor methods that compute a new value: operators first, then the common math methods.
+TENSOR_METHODS = {
+    "__add__": "Add", "__radd__": "Add", "__iadd__": "Add", "__sub__": "Sub", "__rsub__": "Sub",
+    "__isub__": "Sub", "__mul__": "Mul", "__rmul__": "Mul", "__imul__": "Mul", "__truediv__": "Div",
+    "__rtruediv__": "Div", "__itruediv__": "Div", "__floordiv__": "FloorDiv", "__rfloordiv__": "FloorDiv",
+    "__mod__": "Mod", "__rmod__": "Mod", "__pow__": "Pow", "__rpow__": "Pow", "__matmul__": "MatMul",
+    "__rmatmul__": "MatMul", "__neg__": "Neg", "__abs__": "Abs", "sum": "ReduceSum", "mean": "ReduceMean",
+    "prod": "ReduceProd", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "log": "Log", "log1p": "Log1p", "exp": "Exp",
+    "pow": "Pow", "div": "Div", "add": "Add", "sub": "Sub", "mul": "Mul", "matmul": "MatMul",
+    "reciprocal": "Reciprocal", "square": "Square", "abs": "Abs", "tanh": "Tanh", "sigmoid": "Sigmoid",
+    "norm": "Norm", "softmax": "Softmax", "clip": "Clamp",
+}  # fmt: skip
+
+
+class HookObserver(Protocol):
+    """What :class:`OpHooks` reports to."""
+
+    def enter_cell(self, cell: Any, args: tuple) -> None: ...
+
+    def exit_cell(self, cell: Any) -> None: ...
+
+    def op(self, op_type: str, args: tuple, output: Any) -> None: ...
+
+
+def is_tensor(value: Any) -> bool:
+    from mindspore.common.tensor import Tensor
+
+    return isinstance(value, Tensor)
+
+
+def to_numpy(tensor: Any):
+    """The tensor's values as a numpy array (waits for the op that makes it)."""
+    return tensor.asnumpy()
+
+
+def optimizer_parameters(cell: Any) -> list[str] | None:
+    """The names of the parameters an optimizer Cell updates (its inputs are their gradients,
+    in this order), or None when ``cell`` is no optimizer."""
+    from mindspore import nn
+
+    if not isinstance(cell, nn.Optimizer):
+        return None
+    return [getattr(p, "name", "") for p in getattr(cell, "_parameters", None) or cell.parameters]
+
+
+def cell_parameters(cell: Any) -> list[tuple[str, Any]]:
+    """``(name, Parameter)`` of every parameter of ``cell`` and its children, once each."""
+    return list(cell.parameters_and_names())
+
+
+def cell_path_name(parent: Any, child: Any) -> str:
+    """``fc1-Dense``: the attribute under which ``parent`` holds ``child``, and its class, as
+    MindSpore spells scopes; ``Dense`` when the parent does not hold it."""
+    for name, cell in getattr(parent, "_cells", {}).items():
+        if cell is child:
+            return f"{name}-{type(child).__name__}"
+    return type(child).__name__
+
+
+class OpHooks:
+    """Install with :meth:`install`, undo with :meth:`remove` (also after an error: use it in
+    ``finally``). Reports go to one observer; the wrappers do nothing when it is busy (its own
+    checks run Tensor methods) or when no observer is set."""
+
+    def __init__(self, observer: HookObserver) -> None:
+        self.observer = observer
+        self.busy = False
+        self.errors: list[str] = []  # checks that failed (the op itself went on)
+        self._saved: list[tuple[type, str, Any, bool]] = []
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._saved)
+
+    def _patch(self, cls: Any, name: str, wrapper: Callable) -> None:
+        had = name in cls.__dict__
+        self._saved.append((cls, name, cls.__dict__.get(name), had))
+        setattr(cls, name, wrapper)
+
+    def install(self) -> OpHooks:
+        """Wrap the primitives, Tensor methods and ``Cell.__call__``."""
+        if self._saved:
+            return self
+        from mindspore import nn
+        from mindspore.common.tensor import Tensor
+        from mindspore.ops.auto_generate import gen_ops_prim
+        from mindspore.ops.primitive import Primitive
+
+        try:
+            for value in list(vars(gen_ops_prim).values()):
+                if isinstance(value, type) and issubclass(value, Primitive) and "__call__" in value.__dict__:
+                    self._patch(value, "__call__", self._primitive(value.__dict__["__call__"]))
+            self._patch(Primitive, "__call__", self._primitive(Primitive.__call__))
+            for name, op_type in TENSOR_METHODS.items():
+                original = getattr(Tensor, name, None)
+                if original is not None:
+                    self._patch(Tensor, name, self._method(original, op_type))
+            self._patch_overloads()
+            self._patch(nn.Cell, "__call__", self._cell(nn.Cell.__call__))
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def _patch_overloads(self) -> None:
+        """``mint.div`` and its kind: Python functions of ``ops.functional_overload`` that call
+        C++ directly, re-exported by ``mint``, ``ops`` and their functional modules."""
+        import importlib
+
+        try:
+            overload = importlib.import_module("mindspore.ops.functional_overload")
+        except ImportError:  # an older MindSpore: its functional ops go through primitives
+            return
+        functions = {
+            id(value): (name, value)
+            for name, value in vars(overload).items()
+            if not name.startswith("_") and getattr(value, "__module__", "") == overload.__name__ and callable(value)
+        }
+        wrappers: dict[int, Callable] = {}
+        for module_name in (overload.__name__, "mindspore.mint", "mindspore.mint.nn.functional", "mindspore.ops",
+                            "mindspore.ops.functional"):  # fmt: skip
+            module = sys.modules.get(module_name)
+            if module is None:
+                continue
+            for attr, value in list(vars(module).items()):
+                if id(value) in functions and functions[id(value)][1] is value:
+                    name = functions[id(value)][0]
+                    if id(value) not in wrappers:
+                        wrappers[id(value)] = self._function(value, "".join(p.title() for p in name.split("_")))
+                    self._patch(module, attr, wrappers[id(value)])
+
+    def _function(self, original: Callable, op_type: str) -> Callable:
+        hooks = self
+
+        @functools.wraps(original)
+        def function(*args, **kwargs):
+            output = original(*args, **kwargs)
+            if not hooks.busy:
+                hooks._report(op_type, args, output)
+            return output
+
+        return function
+
+    def remove(self) -> None:
+        """Put every wrapped attribute back as it was (deleting those that were inherited)."""
+        while self._saved:
+            cls, name, original, had = self._saved.pop()
+            if had:
+                setattr(cls, name, original)
+            else:
+                try:
+                    delattr(cls, name)
+                except AttributeError:
+                    pass
+
+    def _primitive(self, original: Callable) -> Callable:
+        hooks = self
+
+        @functools.wraps(original)
+        def __call__(prim, *args, **kwargs):
+            output = original(prim, *args, **kwargs)
+            if not hooks.busy:
+                hooks._report(type(prim).__name__, args, output)
+            return output
+
+        return __call__
+
+    def _method(self, original: Callable, op_type: str) -> Callable:
+        hooks = self
+
+        @functools.wraps(original)
+        def method(tensor, *args, **kwargs):
+            output = original(tensor, *args, **kwargs)
+            if not hooks.busy:
+                hooks._report(op_type, (tensor, *args), output)
+            return output
+
+        return method
+
+    def _cell(self, original: Callable) -> Callable:
+        hooks = self
+
+        @functools.wraps(original)
+        def __call__(cell, *args, **kwargs):
+            if hooks.busy:
+                return original(cell, *args, **kwargs)
+            hooks.busy = True
+            try:
+                hooks.observer.enter_cell(cell, args)
+            except Exception as error:  # noqa: BLE001 - a failing check must never fail the person's cell
+                hooks.errors.append(f"{type(cell).__name__}: {type(error).__name__}: {error}")
+            finally:
+                hooks.busy = False
+            try:
+                return original(cell, *args, **kwargs)
+            finally:
+                hooks.observer.exit_cell(cell)
+
+        return __call__
+
+    def _report(self, op_type: str, args: tuple, output: Any) -> None:
+        self.busy = True
+        try:
+            self.observer.op(op_type, args, output)
+        except Exception as error:  # noqa: BLE001 - a failing check must never fail the person's op
+            self.errors.append(f"{op_type}: {type(error).__name__}: {error}")
+        finally:
+            self.busy = False
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    import mindspore
+
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return (os.path.dirname(os.path.abspath(mindspore.__file__)) + os.sep, own + os.sep)
+
+
+def user_frame():
+    """The innermost frame outside MindSpore and msdebug: the person's own line."""
+    skip = _library_dirs()
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(skip) and not name.startswith("<frozen"):
+            return frame
+        frame = frame.f_back
+    return None

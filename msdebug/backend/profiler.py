@@ -1,0 +1,222 @@
+"""MindSpore's profiler behind one small interface: the only module that imports ``mindspore.profiler``.
+
+Two adapters, chosen by what the installed MindSpore offers rather than by its version string:
+
+* :class:`_ProfileApi`: ``mindspore.profiler.profile`` (2.5+), started and stopped by hand with
+  ``tensorboard_trace_handler(dir, analyse_flag=...)``: without analysis the CPU op tables are
+  still written, in milliseconds instead of the second the analysis takes;
+* :class:`_LegacyApi`: ``mindspore.Profiler(start_profile=False)`` with ``start``/``stop``/``analyse``.
+
+Neither freezes ``device_id``: MindSpore's profiler reads it with ``get_context("device_id")``,
+which fixes it for the rest of the process; while msdebug drives the profiler it reads the id
+from the device manager instead, which fixes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import ProfilerError
+from .process import get_backend
+
+__all__ = [
+    "ProfilerSession",
+    "callback_class",
+    "device_note",
+    "dynamic_monitor",
+    "env_profiler_running",
+    "execution_mode",
+    "open_session",
+    "quiet_logs",
+]
+
+
+def _ms():
+    get_backend()  # the one place that imports MindSpore and reports a missing install
+    import mindspore
+
+    return mindspore
+
+
+@contextlib.contextmanager
+def _device_id_unfrozen() -> Iterator[None]:
+    """While inside, MindSpore's profiler reads ``device_id`` without freezing it."""
+    from mindspore._c_expression import DeviceManagerConf
+
+    def read() -> str:
+        return str(DeviceManagerConf.get_instance().get_device_id())
+
+    patched = []
+    for name in ("mindspore.profiler.common.profiler_context", "mindspore.profiler.platform.npu_profiler"):
+        module = __import__(name, fromlist=["get_device_id"]) if _importable(name) else None
+        if module is not None and hasattr(module, "get_device_id"):
+            patched.append((module, module.get_device_id))
+            module.get_device_id = read
+    try:
+        yield
+    finally:
+        for module, original in patched:
+            module.get_device_id = original
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class ProfilerSession:
+    """One MindSpore profiler writing into ``output``; :meth:`start` and :meth:`stop` may repeat
+    only as MindSpore allows (once each for the adapters here)."""
+
+    api = ""
+
+    def __init__(self, output: str, analyse: bool) -> None:
+        self.output, self.analyse = output, analyse
+        self.running = False
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class _ProfileApi(ProfilerSession):
+    api = "mindspore.profiler.profile"
+
+    def __init__(self, output: str, analyse: bool) -> None:
+        super().__init__(output, analyse)
+        from mindspore.profiler import ProfilerActivity, profile, tensorboard_trace_handler
+
+        with _device_id_unfrozen():
+            self._profiler = profile(
+                activities=[ProfilerActivity.CPU],
+                start_profile=False,
+                on_trace_ready=tensorboard_trace_handler(output, analyse_flag=analyse),
+            )
+
+    def start(self) -> None:
+        with _device_id_unfrozen():
+            self._profiler.start()
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+        with _device_id_unfrozen():
+            self._profiler.stop()
+
+
+class _LegacyApi(ProfilerSession):
+    api = "mindspore.Profiler"
+
+    def __init__(self, output: str, analyse: bool) -> None:
+        super().__init__(output, analyse)
+        with _device_id_unfrozen():
+            self._profiler = _ms().Profiler(start_profile=False, output_path=output)
+
+    def start(self) -> None:
+        with _device_id_unfrozen():
+            self._profiler.start()
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+        with _device_id_unfrozen():
+            self._profiler.stop()
+            # The legacy API writes its tables only when it analyses.
+            self._profiler.analyse()
+
+
+def open_session(output: str, analyse: bool = False) -> ProfilerSession:
+    """A profiler for CPU ops writing under ``output``, by the API the installed MindSpore has."""
+    mindspore = _ms()
+    import mindspore.profiler as profiler
+
+    if all(hasattr(profiler, name) for name in ("profile", "tensorboard_trace_handler", "ProfilerActivity")):
+        kind = _ProfileApi
+    elif hasattr(mindspore, "Profiler"):
+        kind = _LegacyApi
+    else:
+        raise ProfilerError(f"MindSpore {mindspore.__version__} has neither mindspore.profiler.profile nor Profiler.")
+    try:
+        return kind(output, analyse)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise ProfilerError(f"MindSpore's profiler did not start: {str(error).splitlines()[0]}") from None
+
+
+def env_profiler_running() -> bool:
+    """Whether ``MS_PROFILER_OPTIONS`` started a profiler at ``import mindspore`` in this process."""
+    _ms()
+    try:
+        from mindspore.profiler.envprofiler import EnvProfiler
+    except ImportError:
+        return False
+    return EnvProfiler.profiler is not None
+
+
+def device_note() -> str:
+    """One line when running ops now will fix ``device_id`` (MindSpore's rule, not the profiler's)."""
+    state = get_backend().device()
+    if state.started:
+        return ""
+    return (
+        f"note: the first op run here starts the {state.target} runtime, which fixes device_id={state.device_id} "
+        "for this process (MindSpore's rule; the profiler itself leaves it settable)."
+    )
+
+
+def execution_mode() -> str:
+    """``GRAPH`` or ``PYNATIVE``."""
+    return "GRAPH" if get_backend().read("mode") == 0 else "PYNATIVE"
+
+
+def callback_class() -> type:
+    """``mindspore.train.Callback``, the base of msdebug's training callbacks."""
+    _ms()
+    from mindspore.train import Callback
+
+    return Callback
+
+
+def dynamic_monitor(cfg_path: str, output_path: str, poll_interval: int) -> Any:
+    """MindSpore's ``DynamicProfilerMonitor``; it writes a default ``profiler_config.json``
+    when ``cfg_path`` has none."""
+    _ms()
+    try:
+        from mindspore.profiler import DynamicProfilerMonitor
+    except ImportError:
+        raise ProfilerError(
+            "this MindSpore has no mindspore.profiler.DynamicProfilerMonitor (2.5 or later has)."
+        ) from None
+    with _device_id_unfrozen():
+        return DynamicProfilerMonitor(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval)
+
+
+@contextlib.contextmanager
+def quiet_logs(keep: io.StringIO) -> Iterator[None]:
+    """MindSpore's log lines go to ``keep`` while inside.
+
+    Its handler holds the ``sys.stderr`` of ``import mindspore`` (in a kernel, the cell's
+    stream), so swapping ``sys.stderr`` or fd 2 does not reach it.
+    """
+    _ms()
+    from mindspore import log
+
+    logger = log._get_logger() if hasattr(log, "_get_logger") else logging.getLogger()
+    swapped = []
+    for handler in getattr(logger, "handlers", ()):
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+            swapped.append((handler, handler.setStream(keep)))
+    try:
+        yield
+    finally:
+        for handler, stream in swapped:
+            handler.setStream(stream)

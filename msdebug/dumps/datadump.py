@@ -1,0 +1,669 @@
+"""MindSpore's data dump (``MINDSPORE_DUMP_CONFIG``): a pure reader of the tree it writes.
+
+Layout (MindSpore 2.10 CPU, verified)::
+
+    <path>/rank_<r>/
+      .dump_metadata/{config.json,data_dump.json}
+      <net_name>/<graph_id>/<iteration>/<Type>.<flat name>.<task>.<stream>.<us>.<io>.<slot>.<fmt>.<dtype>.npy
+                                        mapping.csv   (<digits>.npy,<original file name>: names over 255 bytes)
+      execution_order/ms_execution_order_graph_<gid>.csv          full names, in execution order
+      execution_order/ms_global_execution_order_graph_<gid>.csv   the iteration numbers dumped
+      graphs/ms_output_trace_code_graph_<gid>.ir                  the kernel graph, with source lines
+
+File names replace ``/`` by ``_``, which cannot be undone (``Expand/_Muls`` and
+``Expand_/Muls`` look alike), so every tensor is matched to its op through the execution
+order: the op's full name, flattened the same way, and its type; ops that still collide are
+told apart by the files' timestamps, which grow in execution order. ``Parameter.*`` files
+hold the value at the *end* of the step. Tensors are opened lazily as memory maps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import mmap
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DumpError, DumpFormatError
+
+__all__ = [
+    "DataDump",
+    "DumpIteration",
+    "DumpOp",
+    "DumpRank",
+    "TensorFile",
+    "TensorStats",
+    "histogram",
+    "is_finite",
+    "iteration_paths",
+    "tensor_stats",
+    "find_data_dump",
+    "is_data_dump",
+    "open_tensor",
+    "read_data_dump",
+]
+
+_FILE = re.compile(
+    r"^(?P<type>[^.]+)\.(?P<name>.+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)\."
+    r"(?P<io>input|output)\.(?P<slot>\d+)\.(?P<format>[^.]+)\.(?P<dtype>[^.]+)\.npy$"
+)
+_RANK = re.compile(r"^rank_(\d+)$")
+_EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$")
+_GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$")
+_OP_TYPE = re.compile(r"^(.*?)-op\d+$")
+_OP_NUMBER = re.compile(r"-op\d+$")
+# Bounds on what a reader takes from an untrusted tree.
+_MAX_CSV = 64 << 20
+_MAX_META = 1 << 20
+_MAX_FILES = 1_000_000
+# Elements per chunk: 4 Mi float32 = 16 MiB read at a time, whatever the tensor's size.
+CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class TensorFile:
+    """One ``.npy`` file of a data dump, as its name (or ``mapping.csv``) describes it."""
+
+    path: Path
+    op_type: str
+    flat_name: str
+    timestamp: int
+    io: str
+    slot: int
+    dtype: str
+    size: int
+    stored_as: str = ""  # the random name a long file name was replaced by
+
+    @property
+    def is_parameter(self) -> bool:
+        return self.op_type == "Parameter"
+
+    @property
+    def label(self) -> str:
+        """``input 0`` / ``output 0``."""
+        return f"{self.io} {self.slot}"
+
+
+@dataclass
+class DumpOp:
+    """One kernel of an iteration, in execution order, with its dumped tensors by slot."""
+
+    index: int
+    name: str
+    op_type: str
+    inputs: list[TensorFile] = field(default_factory=list)
+    outputs: list[TensorFile] = field(default_factory=list)
+
+    @property
+    def tensors(self) -> list[TensorFile]:
+        """Inputs before outputs, each by slot: the order a value flows through the op."""
+        return self.inputs + self.outputs
+
+
+@dataclass
+class DumpIteration:
+    """``<net>/<graph_id>/<iteration>/``: one run of one graph."""
+
+    rank: int
+    net: str
+    graph_id: int
+    iteration: int
+    path: Path
+    ops: list[DumpOp]
+    parameters: list[TensorFile]
+    unmatched: list[TensorFile]
+    bad_names: list[str]
+    order_known: bool
+
+    @property
+    def first_timestamp(self) -> int:
+        stamps = [t.timestamp for op in self.ops for t in op.tensors] + [t.timestamp for t in self.parameters]
+        return min(stamps) if stamps else 0
+
+    @property
+    def tensor_count(self) -> int:
+        return sum(len(op.tensors) for op in self.ops) + len(self.parameters) + len(self.unmatched)
+
+    def tensors(self) -> list[TensorFile]:
+        """Every tensor in the order a scan judges them: ops in execution order (inputs first),
+        then the end-of-step parameters, then files no op claimed."""
+        return [t for op in self.ops for t in op.tensors] + self.parameters + self.unmatched
+
+    def op(self, name: str) -> DumpOp:
+        for op in self.ops:
+            if op.name == name:
+                return op
+        raise DumpError(f"iteration {self.iteration} of graph {self.graph_id} has no op {name!r}")
+
+
+@dataclass
+class DumpRank:
+    """``rank_<r>/``: execution orders, graphs and iterations of one device."""
+
+    rank: int
+    path: Path
+    exec_orders: dict[int, list[str]]
+    dumped_iterations: dict[int, list[int]]
+    iterations: list[DumpIteration]
+    metadata: dict[str, str]
+
+    @property
+    def nets(self) -> list[str]:
+        return sorted({it.net for it in self.iterations})
+
+    @property
+    def graph_ids(self) -> list[int]:
+        return sorted(set(self.exec_orders) | {it.graph_id for it in self.iterations})
+
+    def ir_path(self, graph_id: int) -> Path | None:
+        path = self.path / "graphs" / f"ms_output_trace_code_graph_{graph_id}.ir"
+        return path if path.is_file() and not path.is_symlink() else None
+
+    def iteration(self, iteration: int | None = None, graph_id: int | None = None) -> DumpIteration:
+        found = [
+            it
+            for it in self.iterations
+            if (iteration is None or it.iteration == iteration) and (graph_id is None or it.graph_id == graph_id)
+        ]
+        if not found:
+            have = ", ".join(f"graph {it.graph_id} iteration {it.iteration}" for it in self.iterations[:12])
+            raise DumpError(
+                f"rank {self.rank} has no dump of "
+                + (f"iteration {iteration}" if iteration is not None else "any iteration")
+                + (f" of graph {graph_id}" if graph_id is not None else "")
+                + f"; it has {have or 'none'}"
+            )
+        return found[0]
+
+
+@dataclass
+class DataDump:
+    """A data-dump tree: one or more ranks."""
+
+    root: Path
+    ranks: list[DumpRank]
+
+    def rank(self, rank: int | None = None) -> DumpRank:
+        if not self.ranks:
+            raise DumpError(f"{self.root}: no rank holds a data dump")
+        if rank is None:
+            return self.ranks[0]
+        for where in self.ranks:
+            if where.rank == rank:
+                return where
+        have = ", ".join(str(r.rank) for r in self.ranks)
+        raise DumpError(f"{self.root}: no rank {rank}; it has rank {have}")
+
+    @property
+    def tensor_count(self) -> int:
+        return sum(it.tensor_count for r in self.ranks for it in r.iterations)
+
+    @property
+    def size(self) -> int:
+        return sum(t.size for r in self.ranks for it in r.iterations for t in it.tensors())
+
+
+# --------------------------------------------------------------------------- finding
+
+
+def _rank_dirs(path: Path) -> list[tuple[int, Path]]:
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        match = _RANK.match(entry.name)
+        if match and entry.is_dir(follow_symlinks=False):
+            found.append((int(match.group(1)), Path(entry.path)))
+    return sorted(found)
+
+
+def is_data_dump(path: str | os.PathLike) -> bool:
+    """Whether ``path`` (or ``path/rank_*``) holds a data dump: an ``execution_order`` folder
+    or ``.dump_metadata``, which RDR trees and save_graphs directories never have."""
+    root = Path(path)
+    candidates = [p for _, p in _rank_dirs(root)] or [root]
+    return any((p / "execution_order").is_dir() or (p / ".dump_metadata").is_dir() for p in candidates)
+
+
+def find_data_dump(path: str | os.PathLike) -> Path | None:
+    """The folder holding ``rank_*`` for ``path`` (the dump path, or one rank inside it)."""
+    root = Path(os.path.abspath(os.path.expanduser(path)))
+    if _rank_dirs(root) and is_data_dump(root):
+        return root
+    if _RANK.match(root.name) and is_data_dump(root):
+        return root.parent
+    return None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_small(path: Path, limit: int) -> str:
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise DumpFormatError(f"{path}: not a regular file")
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise DumpFormatError(f"{path}: larger than {limit} bytes, not a file MindSpore writes")
+    return data.decode("utf-8", "replace")
+
+
+def _read_exec_order(path: Path) -> list[str]:
+    lines = _read_small(path, _MAX_CSV).splitlines()
+    if lines and lines[0].startswith("NodeExecutionOrder"):
+        lines = lines[1:]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _read_numbers(path: Path) -> list[int]:
+    return [int(x) for x in _read_small(path, _MAX_CSV).split() if x.strip().isdigit()]
+
+
+def _read_mapping(path: Path) -> dict[str, str]:
+    rows = csv.reader(io.StringIO(_read_small(path, _MAX_CSV)))
+    return {row[0]: row[1] for row in rows if len(row) >= 2}
+
+
+def _flat(name: str) -> str:
+    return name.replace("/", "_")
+
+
+def _op_type(full_name: str) -> str:
+    last = full_name.rsplit("/", 1)[-1]
+    match = _OP_TYPE.match(last)
+    return match.group(1) if match else last
+
+
+def iteration_paths(path: str | os.PathLike) -> set[str]:
+    """The iteration folders (``rank_*/<net>/<graph>/<iteration>``) of a data dump now; none
+    when there is no dump yet. Lists folders only, so it is cheap on a long run's dump."""
+    root = find_data_dump(path)
+    if root is None:
+        return set()
+    found = set()
+    for _, where in _rank_dirs(root):
+        for net in _subdirs(where):
+            if net.name in ("execution_order", "graphs") or net.name.startswith("."):
+                continue
+            for graph in _subdirs(net):
+                if graph.name.isdigit():
+                    found.update(str(step) for step in _subdirs(graph) if step.name.isdigit())
+    return found
+
+
+def read_data_dump(path: str | os.PathLike, skip: set[str] | frozenset[str] = frozenset()) -> DataDump:
+    """Read the layout of a data dump (file names only; no tensor is opened), leaving out the
+    iteration folders in ``skip`` (see :func:`iteration_paths`).
+
+    Raises
+    ------
+    DumpError
+        When ``path`` holds no ``rank_*`` data dump.
+    """
+    root = find_data_dump(path)
+    if root is None:
+        raise DumpError(f"{path}: not a MindSpore data dump (no rank_*/execution_order or rank_*/.dump_metadata)")
+    ranks = [_read_rank(number, where, skip) for number, where in _rank_dirs(root) if is_data_dump(where)]
+    return DataDump(root, ranks)
+
+
+def _read_rank(number: int, where: Path, skip: set[str] | frozenset[str] = frozenset()) -> DumpRank:
+    orders: dict[int, list[str]] = {}
+    dumped: dict[int, list[int]] = {}
+    order_dir = where / "execution_order"
+    if order_dir.is_dir():
+        for entry in sorted(os.scandir(order_dir), key=lambda e: e.name):
+            if (match := _EXEC.match(entry.name)) and entry.is_file(follow_symlinks=False):
+                orders[int(match.group(1))] = _read_exec_order(Path(entry.path))
+            elif (match := _GLOBAL.match(entry.name)) and entry.is_file(follow_symlinks=False):
+                dumped[int(match.group(1))] = _read_numbers(Path(entry.path))
+    metadata = {}
+    config = where / ".dump_metadata" / "config.json"
+    if config.is_file():
+        try:
+            import json
+
+            loaded = json.loads(_read_small(config, _MAX_META))
+            metadata = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        except (ValueError, OSError, DumpFormatError):
+            metadata = {}
+    iterations = []
+    for net in _subdirs(where):
+        if net.name in ("execution_order", "graphs") or net.name.startswith("."):
+            continue
+        for graph in _subdirs(net):
+            if not graph.name.isdigit():
+                continue
+            for step in _subdirs(graph):
+                if step.name.isdigit() and str(step) not in skip:
+                    gid = int(graph.name)
+                    iterations.append(_read_iteration(number, net.name, gid, int(step.name), step, orders.get(gid)))
+    iterations.sort(key=lambda it: (it.iteration, it.first_timestamp, it.graph_id))
+    return DumpRank(number, where, orders, dumped, iterations, metadata)
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return sorted((Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)), key=lambda p: p.name)
+    except OSError:
+        return []
+
+
+def _read_iteration(
+    rank: int, net: str, graph_id: int, iteration: int, path: Path, order: list[str] | None
+) -> DumpIteration:
+    try:
+        entries = list(os.scandir(path))
+    except OSError as error:  # an unreadable folder is reported with the iteration, not fatal
+        return DumpIteration(
+            rank, net, graph_id, iteration, path, [], [], [], [f"(cannot list it: {error.strerror})"], False
+        )
+    if len(entries) > _MAX_FILES:
+        raise DumpError(f"{path}: more than {_MAX_FILES} files")
+    names = {e.name: e for e in entries}
+    mapping = _read_mapping(path / "mapping.csv") if "mapping.csv" in names else {}
+    tensors: list[TensorFile] = []
+    bad: list[str] = []
+    for entry in entries:
+        if not entry.name.endswith(".npy"):
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            bad.append(entry.name)
+            continue
+        original = mapping.get(entry.name, entry.name)
+        match = _FILE.match(original)
+        if match is None:
+            bad.append(entry.name)
+            continue
+        tensors.append(
+            TensorFile(
+                Path(entry.path),
+                match["type"],
+                match["name"],
+                int(match["ts"]),
+                match["io"],
+                int(match["slot"]),
+                match["dtype"],
+                entry.stat(follow_symlinks=False).st_size,
+                entry.name if original != entry.name else "",
+            )
+        )
+    tensors.sort(key=lambda t: t.timestamp)
+    parameters = [t for t in tensors if t.is_parameter]
+    ops, unmatched = _match(order, [t for t in tensors if not t.is_parameter])
+    return DumpIteration(
+        rank, net, graph_id, iteration, path, ops, parameters, unmatched, sorted(bad), order is not None
+    )
+
+
+def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[DumpOp], list[TensorFile]]:
+    """Give each tensor file to its op in the execution order.
+
+    Files are grouped by (type, flat name); the group's ops are the execution-order names
+    that flatten to it. Where several ops collide, the k-th file of a slot (by timestamp)
+    belongs to the k-th of those ops.
+    """
+    if order is None:
+        # No execution order (a partial copy): the files' timestamps are the only order left,
+        # and the flat name the only name.
+        named = dict.fromkeys((t.flat_name, t.op_type) for t in tensors)
+        ops = [DumpOp(i, name, op_type) for i, (name, op_type) in enumerate(named)]
+    else:
+        ops = [DumpOp(i, name, _op_type(name)) for i, name in enumerate(order)]
+    # Each pass matches the files the earlier ones left: by type and full name; by name
+    # alone (a kernel type that differs from its name's); by type and name without the
+    # "-opN" counter (a second instance of a graph numbers its files' ops apart from its
+    # execution order). Within a key, the k-th file of a slot goes to the k-th op lacking it.
+    keys = (
+        lambda op_type, flat: (op_type, flat),
+        lambda op_type, flat: ("", flat),
+        lambda op_type, flat: (op_type, _OP_NUMBER.sub("", flat)),
+    )
+    left = tensors
+    for key in keys:
+        groups: dict[tuple[str, str], list[DumpOp]] = {}
+        for op in ops:
+            groups.setdefault(key(op.op_type, _flat(op.name)), []).append(op)
+        still = []
+        for t in left:
+            slots = op_slots = None
+            for op in groups.get(key(t.op_type, t.flat_name), ()):
+                op_slots = op.inputs if t.io == "input" else op.outputs
+                if all(have.slot != t.slot for have in op_slots):
+                    slots = op_slots
+                    break
+            if slots is None:
+                still.append(t)
+            else:
+                slots.append(t)
+        left = still
+    unmatched = left
+    for op in ops:
+        op.inputs.sort(key=lambda t: t.slot)
+        op.outputs.sort(key=lambda t: t.slot)
+    return ops, unmatched
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """What is in one tensor: counts of non-finite values and statistics of the finite ones."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    size: int
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    first_index: tuple[int, ...] | None = None
+    first_kind: str = ""
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+
+    @property
+    def finite(self) -> bool:
+        return not (self.nan or self.posinf or self.neginf)
+
+    @property
+    def kinds(self) -> str:
+        """``NaN ×3, +Inf ×1`` (empty when finite)."""
+        parts = [
+            f"{kind} ×{count}" for kind, count in (("NaN", self.nan), ("+Inf", self.posinf), ("-Inf", self.neginf))
+        ]
+        return ", ".join(p for p, n in zip(parts, (self.nan, self.posinf, self.neginf), strict=True) if n)
+
+    @property
+    def kind(self) -> str:
+        """The kinds present, most serious first: ``NaN``, ``+Inf``, ``-Inf``, or ``finite``."""
+        present = [k for k, n in (("NaN", self.nan), ("+Inf", self.posinf), ("-Inf", self.neginf)) if n]
+        return " and ".join(present) if present else "finite"
+
+    def summary(self) -> str:
+        """One line: ``finite, min -1 max 3 mean 0.5`` or ``NaN ×3 (first at (0, 2)); finite: min …``."""
+        shown = f"shape {self.shape} {self.dtype}"
+        if self.size == 0:
+            return f"{shown}, empty"
+        values = (
+            f"min {_num(self.min)} max {_num(self.max)} mean {_num(self.mean)}"
+            if self.min is not None
+            else "no finite value"
+        )
+        if self.finite:
+            return f"{shown}, finite, {values}"
+        return f"{shown}, {self.kinds} of {self.size} (first {self.first_kind} at {self.first_index}); finite values: {values}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _float_view(array: np.ndarray) -> bool:
+    return array.dtype.kind in "fc"
+
+
+def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
+    """Counts of NaN, +Inf and -Inf, the first non-finite index (C order) and min / max /
+    mean of the finite values, reading ``array`` ``chunk`` elements at a time."""
+    shape, size = tuple(int(n) for n in array.shape), int(array.size)
+    dtype = str(array.dtype)
+    if size == 0:
+        return TensorStats(shape, dtype, 0)
+    flat = array.reshape(-1, order="C") if array.flags.c_contiguous else np.ravel(array)
+    nan = posinf = neginf = 0
+    first: int | None = None
+    first_kind = ""
+    low = high = None
+    total, finite_count = 0.0, 0
+    is_float = _float_view(flat)
+    for start in range(0, size, chunk):
+        part = np.asarray(flat[start : start + chunk])
+        if part.dtype == np.bool_:
+            part = part.view(np.uint8)
+        if is_float:
+            lo, hi = part.min(), part.max()
+            if np.isfinite(lo) and np.isfinite(hi):
+                good = part
+            else:
+                isnan = np.isnan(part)
+                isposinf = np.isposinf(part)
+                isneginf = np.isneginf(part)
+                n, p, m = int(isnan.sum()), int(isposinf.sum()), int(isneginf.sum())
+                if first is None:
+                    bad = np.flatnonzero(isnan | isposinf | isneginf)
+                    first = start + int(bad[0])
+                    value = part[bad[0]]
+                    first_kind = "NaN" if np.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+                nan, posinf, neginf = nan + n, posinf + p, neginf + m
+                good = part[np.isfinite(part)]
+                if good.size == 0:
+                    continue
+                lo, hi = good.min(), good.max()
+        else:
+            good = part
+            lo, hi = part.min(), part.max()
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+        total += float(good.sum(dtype=np.float64))
+        finite_count += int(good.size)
+    first_index = tuple(int(i) for i in np.unravel_index(first, shape)) if first is not None and shape else None
+    if first is not None and not shape:
+        first_index = ()
+    mean = total / finite_count if finite_count else None
+    return TensorStats(
+        shape,
+        dtype,
+        size,
+        nan,
+        posinf,
+        neginf,
+        first_index,
+        first_kind,
+        None if low is None else float(low),
+        None if high is None else float(high),
+        mean,
+    )
+
+
+def is_finite(array: np.ndarray, chunk: int = CHUNK) -> bool:
+    """Whether every value is finite: the fast path of a scan (min and max of each chunk are
+    finite exactly when the chunk is, and need no temporary array)."""
+    if not _float_view(array) or array.size == 0:
+        return True
+    flat = array.reshape(-1) if array.flags.c_contiguous else np.ravel(array)
+    for start in range(0, flat.size, chunk):
+        part = flat[start : start + chunk]
+        if not (np.isfinite(part.min()) and np.isfinite(part.max())):
+            return False
+    return True
+
+
+def histogram(array: np.ndarray, bins: int = 30) -> tuple[list[int], list[float]]:
+    """Counts and edges of the finite values (empty when there are none)."""
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype == np.bool_:
+        flat = flat.astype(np.uint8)
+    if _float_view(flat):
+        flat = flat[np.isfinite(flat)]
+    if flat.size == 0:
+        return [], []
+    counts, edges = np.histogram(flat.astype(np.float64), bins=bins)
+    return [int(c) for c in counts], [float(e) for e in edges]
+
+
+def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
+    """The array of one ``.npy`` file as a read-only memory map (nothing is read yet).
+
+    Raises
+    ------
+    DumpFormatError
+        When the file is not a regular file, not ``.npy``, or shorter than its header says.
+    """
+    path = tensor.path if isinstance(tensor, TensorFile) else Path(tensor)
+    try:
+        # O_NONBLOCK: a FIFO planted in a dump must not hang the reader; O_NOFOLLOW: nor a link lead out of it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as error:
+        raise DumpFormatError(f"{path.name}: cannot open it ({error.strerror or error})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DumpFormatError(f"{path.name}: not a regular file")
+        head = os.pread(fd, 4096, 0)
+        try:
+            shape, fortran, dtype, offset = _parse_header(head)
+        except (ValueError, OSError, EOFError, SyntaxError, TypeError) as error:
+            raise DumpFormatError(f"{path.name}: not a readable .npy file ({error})") from None
+        if dtype.hasobject:
+            raise DumpFormatError(f"{path.name}: holds Python objects, which a MindSpore dump never does")
+        count = int(np.prod(shape, dtype=np.int64))
+        need = offset + count * dtype.itemsize
+        if info.st_size < need:
+            raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
+        if count == 0:
+            return np.zeros(shape, dtype)
+        try:
+            mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as error:
+            raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
+    finally:
+        os.close(fd)
+    flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+# The header numpy writes (and MindSpore, through it): parsed without ast for speed; anything
+# else goes to numpy's own reader.
+_NPY_HEADER = re.compile(
+    rb"\{'descr': '([<>|=][a-zA-Z]\d+)', 'fortran_order': (True|False), 'shape': \(((?:\d+, ?)*\d*)\), \} *\n"
+)
+
+
+def _parse_header(head: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """Shape, Fortran order, dtype and data offset of a ``.npy`` file from its first bytes."""
+    if head[:6] == b"\x93NUMPY" and head[6:7] == b"\x01" and len(head) >= 10:
+        length = int.from_bytes(head[8:10], "little")
+        match = _NPY_HEADER.fullmatch(head[10 : 10 + length])
+        if match is not None:
+            shape = tuple(int(n) for n in match.group(3).replace(b" ", b"").split(b",") if n)
+            return shape, match.group(2) == b"True", np.dtype(match.group(1).decode()), 10 + length
+    handle = io.BytesIO(head)
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"npy format version {version} is not one MindSpore writes")
+    return shape, fortran, dtype, handle.tell()

@@ -1,0 +1,778 @@
+"""Read what MindSpore's CPU profiler wrote: op tables, op execution times, step marks, the trace.
+
+A profile directory is the ``<host>_<pid>_<timestamp>_ascend_ms`` folder the profiler makes (the
+suffix is the same on CPU), or any folder holding several of them (``rank_0 .. rank_N`` of a
+cluster job, ``rank0_start2_stop3`` of a dynamic profile). Inside, ``FRAMEWORK/`` holds
+
+* ``cpu_op_type_info_<rank>.csv``: one row per op type;
+* ``cpu_op_detail_info_<rank>.csv``: one row per op, keyed by ``full_op_name`` (``op_name`` repeats);
+* ``cpu_op_execute_timestamp_<rank>.txt``: ``<full name>;HostCpuOps;`` then ``<start ns>,<ms>,<tid>``
+  triples, one per execution, space separated;
+
+and ``ASCEND_PROFILER_OUTPUT/trace_view.json`` the Chrome trace (only when the profiler analysed).
+msdebug adds ``msdebug_steps.json``: the wall-clock bounds of each recorded step.
+
+Everything here is a pure reader: a missing, cut-short or malformed file gives a line in
+``problems`` and whatever could be read, never an exception, except when the path holds no
+profile at all. Files are streamed: a timestamp file of millions of executions is read in
+blocks of a few MB.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ProfileReadError
+
+__all__ = [
+    "STEPS_FILE",
+    "Comparison",
+    "Executions",
+    "OpChange",
+    "OpRow",
+    "OpTypeRow",
+    "ProfileData",
+    "RankRun",
+    "StepMarks",
+    "TraceSummary",
+    "compare",
+    "find_runs",
+    "read_executions",
+    "read_op_details",
+    "read_op_types",
+    "read_profile",
+    "read_steps",
+    "read_trace",
+]
+
+STEPS_FILE = "msdebug_steps.json"
+_RUN_SUFFIX = "_ascend_ms"
+_TYPE_CSV = re.compile(r"^cpu_op_type_info_(\d+)\.csv$")
+_DETAIL_CSV = re.compile(r"^cpu_op_detail_info_(\d+)\.csv$")
+_TIMESTAMPS = re.compile(r"^cpu_op_execute_timestamp_(\d+)\.txt$")
+_RANK_DIR = re.compile(r"^rank_?(\d+)(?:_|$)")
+_BLOCK = 1 << 22  # bytes per read of a timestamp or trace file
+_BATCH = 1 << 21  # bytes of triples parsed by numpy at once: a few times this in memory
+_MAX_JSON = 1 << 20  # msdebug_steps.json is a few KB; anything bigger is not ours
+_MAX_DEPTH = 4  # rank_0/<run>_ascend_ms/FRAMEWORK sits three below a cluster copy's root
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class OpTypeRow:
+    """One row of ``cpu_op_type_info``: an op type over the recorded steps (times in ms)."""
+
+    op_type: str
+    occurrences: int
+    total_ms: float
+    avg_ms: float
+    share: float  # of all op time, 0..1
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One op of ``cpu_op_detail_info``, by its full scope name (times in ms)."""
+
+    op_type: str
+    op_name: str
+    full_name: str
+    occurrences: int
+    total_ms: float
+    avg_ms: float
+    share: float
+
+
+@dataclass
+class Executions:
+    """What the timestamp file says: every execution, summed per op and per step."""
+
+    count: int = 0
+    total_ms: float = 0.0
+    first_ns: int | None = None
+    last_ns: int | None = None
+    per_op: dict[str, list] = field(default_factory=dict)  # full name -> [count, total ms]
+    per_step_ms: list[float] = field(default_factory=list)  # op time inside each step window
+    per_step_count: list[int] = field(default_factory=list)
+    outside: int = 0  # executions outside every step window
+
+
+@dataclass(frozen=True)
+class StepMarks:
+    """The wall-clock window of each recorded step, as msdebug marked them."""
+
+    numbers: tuple[int, ...]  # the step numbers (0-based, as the cell counted them)
+    bounds: tuple[tuple[int, int], ...]  # (start ns, end ns), time.time_ns() like the profiler
+    partial: bool = False  # the profiled code raised or was interrupted
+    error: str = ""
+    mode: str = ""
+    first_of_process: bool = False  # step 0 ran the first ops after the profiler started
+
+    @property
+    def wall_ms(self) -> list[float]:
+        return [(end - start) / 1e6 for start, end in self.bounds]
+
+
+@dataclass
+class TraceSummary:
+    """The Chrome trace: how many complete events, over how long, for which processes."""
+
+    path: Path
+    events: int = 0
+    span_us: float = 0.0
+    processes: tuple[str, ...] = ()
+    complete: bool = True
+
+
+@dataclass
+class RankRun:
+    """One ``*_ascend_ms`` folder: one rank of one profiler run."""
+
+    rank: int
+    path: Path
+    op_types: list[OpTypeRow] = field(default_factory=list)
+    ops: list[OpRow] = field(default_factory=list)
+    executions: Executions | None = None
+    trace: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def total_ms(self) -> float:
+        if self.op_types:
+            return math.fsum(row.total_ms for row in self.op_types)
+        return self.executions.total_ms if self.executions else 0.0
+
+
+@dataclass
+class ProfileData:
+    """Every rank of a profile directory, and msdebug's step marks when it made it."""
+
+    root: Path
+    runs: list[RankRun]
+    steps: StepMarks | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.steps and self.steps.partial)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _open_regular(path: Path, what: str, problems: list[str]) -> io.BufferedReader | None:
+    """``path`` opened for reading if it is a regular file; otherwise a line in ``problems``."""
+    try:
+        # O_NONBLOCK: a FIFO planted where a CSV should be must not hang the reader.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        problems.append(f"{what}: {path.name} is missing.")
+        return None
+    except OSError as error:
+        problems.append(f"{what}: cannot read {path} ({error.strerror or error}).")
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        problems.append(f"{what}: {path} is not a regular file; not read.")
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def _framework_file(run: Path, pattern: re.Pattern[str]) -> Path | None:
+    framework = run / "FRAMEWORK"
+    try:
+        names = sorted(entry.name for entry in os.scandir(framework))
+    except OSError:
+        return None
+    return next((framework / name for name in names if pattern.match(name)), None)
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "FRAMEWORK").is_dir() or path.name.endswith(_RUN_SUFFIX)
+
+
+def find_runs(root: str | os.PathLike) -> list[Path]:
+    """Every profiler run folder at or below ``root`` (a few levels deep), in path order."""
+    base = Path(root)
+    if _is_run(base):
+        return [base]
+    found: list[Path] = []
+
+    def walk(directory: Path, depth: int) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            path = Path(entry.path)
+            if _is_run(path):
+                found.append(path)
+            elif depth < _MAX_DEPTH:
+                walk(path, depth + 1)
+
+    walk(base, 1)
+    return found
+
+
+def _rank_of(run: Path, root: Path) -> int | None:
+    """The rank a run belongs to: a ``rank_N`` folder above it wins over the file suffix, since
+    runs assembled from single-machine jobs all carry suffix ``_0``."""
+    for parent in run.relative_to(root).parents if run != root else ():
+        match = _RANK_DIR.match(parent.name)
+        if match:
+            return int(match.group(1))
+    for pattern in (_TYPE_CSV, _DETAIL_CSV, _TIMESTAMPS):
+        path = _framework_file(run, pattern)
+        if path is not None:
+            return int(pattern.match(path.name).group(1))
+    return None
+
+
+# --------------------------------------------------------------------------- CSV tables
+
+
+def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) -> Iterator[list[str]]:
+    """Data rows of a CSV whose header must start with ``columns``; short rows are reported."""
+    handle = _open_regular(path, what, problems)
+    if handle is None:
+        return
+    with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as text:
+        reader = csv.reader(text)
+        header = next(reader, None)
+        if header is None:
+            problems.append(f"{what}: {path.name} is empty.")
+            return
+        if [name.strip() for name in header[: len(columns)]] != list(columns):
+            problems.append(
+                f"{what}: {path.name} has the header {','.join(header)[:200]!r}, expected {','.join(columns)!r}."
+            )
+            return
+        bad = 0
+        for row in reader:
+            if len(row) < len(columns):
+                bad += 1
+                continue
+            yield row
+        if bad:
+            problems.append(f"{what}: {path.name} has {bad} cut-short row(s) (the file may be truncated); skipped.")
+
+
+_TYPE_COLUMNS = (
+    "op_type",
+    "type_occurrences",
+    "execution_frequency(per-step)",
+    "total_compute_time",
+    "avg_time(ms)",
+    "percent",
+)
+_DETAIL_COLUMNS = (
+    "op_side",
+    "op_type",
+    "op_name",
+    "full_op_name",
+    "op_occurrences",
+    "op_total_time(ms)",
+    "op_avg_time(ms)",
+    "total_proportion",
+)
+
+
+def _numbers(row: list[str], indexes: Sequence[int]) -> list[float] | None:
+    try:
+        values = [float(row[index]) for index in indexes]
+    except ValueError:
+        return None
+    return values if all(math.isfinite(value) for value in values) else None
+
+
+def read_op_types(path: str | os.PathLike, problems: list[str] | None = None) -> list[OpTypeRow]:
+    """``cpu_op_type_info_<rank>.csv``; unreadable rows are skipped and counted in ``problems``."""
+    problems = [] if problems is None else problems
+    rows: list[OpTypeRow] = []
+    bad = 0
+    for row in _rows(Path(path), _TYPE_COLUMNS, "op types", problems):
+        values = _numbers(row, (1, 3, 4, 5))
+        if values is None:
+            bad += 1
+            continue
+        rows.append(OpTypeRow(row[0], int(values[0]), values[1], values[2], values[3]))
+    if bad:
+        problems.append(f"op types: {bad} row(s) with a non-number where a time or count belongs; skipped.")
+    return rows
+
+
+def read_op_details(path: str | os.PathLike, problems: list[str] | None = None) -> list[OpRow]:
+    """``cpu_op_detail_info_<rank>.csv``, one row per full op name (repeats are summed)."""
+    problems = [] if problems is None else problems
+    merged: dict[str, OpRow] = {}
+    bad = 0
+    for row in _rows(Path(path), _DETAIL_COLUMNS, "ops", problems):
+        values = _numbers(row, (4, 5, 7))
+        if values is None:
+            bad += 1
+            continue
+        count, total, share = int(values[0]), values[1], values[2]
+        seen = merged.get(row[3])
+        if seen is not None:
+            count, total, share = count + seen.occurrences, total + seen.total_ms, share + seen.share
+        merged[row[3]] = OpRow(row[1], row[2], row[3], count, total, total / count if count else 0.0, share)
+    if bad:
+        problems.append(f"ops: {bad} row(s) with a non-number where a time or count belongs; skipped.")
+    return list(merged.values())
+
+
+# --------------------------------------------------------------------------- timestamps
+
+
+def read_executions(
+    path: str | os.PathLike,
+    windows: Sequence[tuple[int, int]] = (),
+    problems: list[str] | None = None,
+) -> Executions:
+    """Sum ``cpu_op_execute_timestamp_<rank>.txt`` per op and per step window.
+
+    The file is read in blocks; the triples of a block are parsed by numpy all at once, so
+    memory stays at a few blocks whatever the file's size.
+    """
+    import numpy as np
+
+    problems = [] if problems is None else problems
+    result = Executions()
+    handle = _open_regular(Path(path), "op executions", problems)
+    if handle is None:
+        result.per_step_ms, result.per_step_count = [0.0] * len(windows), [0] * len(windows)
+        return result
+    starts = np.array([start for start, _ in windows], dtype=np.int64)
+    ends = np.array([end for _, end in windows], dtype=np.int64)
+    step_ms = np.zeros(len(windows))
+    step_count = np.zeros(len(windows), dtype=np.int64)
+    first, last = math.inf, -math.inf
+    broken = 0
+
+    def add(pieces: list[tuple[str, bytes]]) -> None:
+        nonlocal first, last, broken
+        parsed = _parse_triples(b" ".join(payload for _, payload in pieces))
+        if parsed is None:
+            # Something odd in this batch: parse it piece by piece, keeping the good ones.
+            for piece in pieces:
+                parsed_piece = _parse_triples(piece[1])
+                if parsed_piece is None:
+                    broken += 1
+                    continue
+                add_parsed([piece], *parsed_piece)
+            return
+        add_parsed(pieces, *parsed)
+
+    def add_parsed(pieces: list[tuple[str, bytes]], begin, duration) -> None:
+        nonlocal first, last
+        if not len(begin):
+            return
+        counts = np.array([payload.count(b",") // 2 for _, payload in pieces])
+        owner = np.repeat(np.arange(len(pieces)), counts)
+        sums = np.bincount(owner, weights=duration, minlength=len(pieces))
+        for (name, _), count, total in zip(pieces, counts.tolist(), sums.tolist(), strict=True):
+            if count:
+                entry = result.per_op.setdefault(name, [0, 0.0])
+                entry[0] += count
+                entry[1] += total
+        first = min(first, int(begin.min()))
+        last = max(last, int((begin + (duration * 1e6).astype(np.int64)).max()))
+        if len(windows):
+            slot = np.searchsorted(starts, begin, side="right") - 1
+            inside = (slot >= 0) & (begin <= ends[np.clip(slot, 0, None)])
+            step_ms[:] += np.bincount(slot[inside], weights=duration[inside], minlength=len(windows))
+            step_count[:] += np.bincount(slot[inside], minlength=len(windows))
+            result.outside += int((~inside).sum())
+
+    batch: list[tuple[str, bytes]] = []
+    size = 0
+    with handle:
+        for name, payload in _timestamp_records(handle, problems):
+            batch.append((name, payload))
+            size += len(payload)
+            if size >= _BATCH:
+                add(batch)
+                batch, size = [], 0
+        if batch:
+            add(batch)
+    if broken:
+        problems.append(f"op executions: {broken} record(s) cut short or malformed (the file may be truncated).")
+    result.count = sum(entry[0] for entry in result.per_op.values())
+    result.total_ms = math.fsum(entry[1] for entry in result.per_op.values())
+    if result.count:
+        result.first_ns, result.last_ns = int(first), int(last)
+    result.per_step_ms = [float(value) for value in step_ms]
+    result.per_step_count = [int(value) for value in step_count]
+    return result
+
+
+def _parse_triples(text: bytes):
+    """``(start ns as int64, duration ms as float64)`` arrays of ``start,ms,tid`` triples separated
+    by spaces, or None when the text is anything else (a letter, a cut-off triple, a second '.').
+
+    Pure numpy, no float parsing per number: the fields are found from the separators, and each
+    field's digits are folded in one pass per digit column.
+    """
+    import numpy as np
+
+    chars = np.frombuffer(text, dtype=np.uint8)
+    if not len(chars):
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    separator = (chars == 32) | (chars == 44)
+    if not (separator | ((chars >= 48) & (chars <= 57)) | (chars == 46)).all():
+        return None
+    edges = np.flatnonzero(separator[1:] != separator[:-1]) + 1
+    if not separator[0]:
+        edges = np.concatenate(([0], edges))
+    if not separator[-1]:
+        edges = np.concatenate((edges, [len(chars)]))
+    begins, ends = edges[0::2], edges[1::2]
+    commas = chars[ends[:-1]] == 44  # the separator after each field but the last
+    if len(begins) % 3 or not commas[0::3].all() or not commas[1::3].all():
+        return None
+    start, start_decimals = _fold_digits(chars, begins[0::3], ends[0::3])
+    duration, decimals = _fold_digits(chars, begins[1::3], ends[1::3])
+    if start is None or duration is None or start_decimals.any():
+        return None
+    return start, duration / 10.0**decimals
+
+
+def _fold_digits(chars, begins, ends):
+    """The integer the digits of each field spell (a '.' skipped), and how many digits follow it."""
+    import numpy as np
+
+    widths = ends - begins
+    width = int(widths.max(initial=0))
+    if width > 19:  # ns since 1970 have 19 digits and fit int64 until 2262
+        return None, None
+    if len(begins) and int(widths.min()) == width:
+        # Every field as wide as the others (start times): one gather per column, no masks.
+        grid = chars[begins[:, None] + np.arange(width)]
+        if not (grid != 46).all():
+            return _fold_ragged(chars, begins, ends, widths, width)
+        grid -= 48
+        value = np.zeros(len(begins), dtype=np.int64)
+        for column in grid.T:
+            value = value * 10 + column
+        return value, np.zeros(len(begins), dtype=np.int64)
+    return _fold_ragged(chars, begins, ends, widths, width)
+
+
+def _fold_ragged(chars, begins, ends, widths, width):
+    """:func:`_fold_digits` for fields of different widths, with an optional '.'."""
+    import numpy as np
+
+    value = np.zeros(len(begins), dtype=np.int64)
+    decimals = np.zeros(len(begins), dtype=np.int64)
+    dots = np.zeros(len(begins), dtype=np.int64)
+    for column in range(width):
+        # Right-aligned: a field shorter than the widest one starts with virtual zeros.
+        inside = column >= width - widths
+        char = chars[np.maximum(ends - width + column, 0)]
+        dot = inside & (char == 46)
+        digit = inside & ~dot
+        value = np.where(digit, value * 10 + (char.astype(np.int64) - 48), value)
+        decimals += digit & (dots > 0)
+        dots += dot
+    if (dots > 1).any():
+        return None, None
+    return value, decimals
+
+
+def _timestamp_records(handle, problems: list[str]) -> Iterator[tuple[str, bytes]]:
+    """``(op name, payload)`` pieces of the file; one long line may come in several pieces,
+    each ending on a whole triple."""
+    name: str | None = None  # the op of the line being read, None at a line's start
+    rest = b""
+    done = False
+    headless = 0
+    while not done:
+        block = handle.read(_BLOCK)
+        done = not block
+        data = rest + block
+        rest = b""
+        position = 0
+        while position < len(data):
+            newline = data.find(b"\n", position)
+            end = newline if newline >= 0 else len(data)
+            if name is None:
+                semicolon = data.rfind(b";", position, end)
+                # A header cut by the block's end: wait for the next block (triples hold no ';').
+                if newline < 0 and not done and (semicolon < 0 or b" " not in data[semicolon:end]):
+                    rest = data[position:]
+                    break
+                if semicolon < 0:
+                    if data[position:end].strip():
+                        headless += 1
+                    position = end + 1
+                    continue
+                header = data[position:semicolon].decode("utf-8", "replace")
+                name = header.rsplit(";", 1)[0] if ";" in header else header
+                position = semicolon + 1
+                continue
+            if newline < 0 and not done:
+                cut = data.rfind(b" ", position, end)
+                if cut < 0:
+                    rest = data[position:]
+                    break
+                yield name, data[position:cut]
+                position = cut + 1
+                continue
+            yield name, data[position:end]
+            name = None
+            position = end + 1
+    if headless:
+        problems.append(f"op executions: {headless} line(s) without an op name; skipped.")
+
+
+# --------------------------------------------------------------------------- steps, trace
+
+
+def read_steps(path: str | os.PathLike, problems: list[str] | None = None) -> StepMarks | None:
+    """msdebug's ``msdebug_steps.json``, or None when the folder has none (not made by msdebug)."""
+    problems = [] if problems is None else problems
+    path = Path(path)
+    if not path.exists():
+        return None
+    handle = _open_regular(path, "step marks", problems)
+    if handle is None:
+        return None
+    with handle:
+        data = handle.read(_MAX_JSON + 1)
+    try:
+        if len(data) > _MAX_JSON:
+            raise ValueError("too large")
+        record = json.loads(data)
+        steps = [(int(number), int(start), int(end)) for number, start, end in record["steps"]]
+        return StepMarks(
+            numbers=tuple(number for number, _, _ in steps),
+            bounds=tuple((start, end) for _, start, end in steps),
+            partial=bool(record.get("partial", False)),
+            error=str(record.get("error", "")),
+            mode=str(record.get("mode", "")),
+            first_of_process=bool(record.get("first_of_process", False)),
+        )
+    except (ValueError, TypeError, KeyError) as error:
+        problems.append(f"step marks: {path.name} is not msdebug's step file ({error}); per-step times not shown.")
+        return None
+
+
+def read_trace(path: str | os.PathLike, problems: list[str] | None = None) -> TraceSummary | None:
+    """Count the complete (``"ph": "X"``) events of a Chrome trace, streaming its JSON array."""
+    problems = [] if problems is None else problems
+    path = Path(path)
+    handle = _open_regular(path, "trace", problems)
+    if handle is None:
+        return None
+    summary = TraceSummary(path)
+    processes: dict[object, str] = {}
+    low, high = math.inf, -math.inf
+    with io.TextIOWrapper(handle, encoding="utf-8", errors="replace") as text:
+        for event in _json_array(text, summary):
+            if not isinstance(event, dict):
+                continue
+            if event.get("ph") == "X":
+                try:
+                    start, duration = float(event.get("ts", 0)), float(event.get("dur", 0))
+                except (TypeError, ValueError):
+                    continue
+                summary.events += 1
+                low, high = min(low, start), max(high, start + duration)
+            elif event.get("ph") == "M" and event.get("name") == "process_name":
+                processes[event.get("pid")] = str((event.get("args") or {}).get("name", ""))
+    summary.span_us = high - low if summary.events else 0.0
+    summary.processes = tuple(processes.values())
+    if not summary.complete:
+        problems.append(f"trace: {path.name} ends early; counted the {summary.events} event(s) before the cut.")
+    return summary
+
+
+def _json_array(text: io.TextIOBase, summary: TraceSummary) -> Iterator[object]:
+    """The items of a top-level JSON array, decoded one by one from blocks of text."""
+    decoder = json.JSONDecoder()
+    buffer = text.read(_BLOCK).lstrip()
+    if not buffer.startswith("["):
+        summary.complete = False
+        return
+    position = 1
+    while True:
+        while position < len(buffer) and buffer[position] in " \t\r\n,":
+            position += 1
+        if position < len(buffer) and buffer[position] == "]":
+            return
+        try:
+            item, end = decoder.raw_decode(buffer, position)
+        except json.JSONDecodeError:
+            more = text.read(_BLOCK)
+            if not more:
+                summary.complete = False
+                return
+            buffer = buffer[position:] + more
+            position = 0
+            continue
+        yield item
+        position = end
+        if position > _BLOCK:
+            buffer, position = buffer[position:], 0
+
+
+# --------------------------------------------------------------------------- a whole profile
+
+
+def _read_run(run: Path, rank: int, windows: Sequence[tuple[int, int]]) -> RankRun:
+    result = RankRun(rank=rank, path=run)
+    problems = result.problems
+    for pattern, reader, what, attribute, name in (
+        (_TYPE_CSV, read_op_types, "op types", "op_types", "cpu_op_type_info_<rank>.csv"),
+        (_DETAIL_CSV, read_op_details, "ops", "ops", "cpu_op_detail_info_<rank>.csv"),
+    ):
+        path = _framework_file(run, pattern)
+        if path is None:
+            problems.append(f"{what}: no {name} in {run.name}/FRAMEWORK.")
+            continue
+        setattr(result, attribute, reader(path, problems))
+    stamps = _framework_file(run, _TIMESTAMPS)
+    if stamps is None:
+        problems.append(f"op executions: no cpu_op_execute_timestamp_<rank>.txt in {run.name}/FRAMEWORK.")
+    else:
+        result.executions = read_executions(stamps, windows, problems)
+    # The tables are the profiler's own sums; when they are missing, the executions stand in.
+    if not result.ops and result.executions and result.executions.per_op:
+        result.ops = _ops_from_executions(result.executions)
+        problems.append("ops: rebuilt from the op executions.")
+    if not result.op_types and result.ops:
+        result.op_types = _types_from_ops(result.ops)
+        problems.append("op types: rebuilt from the ops.")
+    trace = run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    result.trace = trace if trace.is_file() else None
+    return result
+
+
+def _op_type(full_name: str) -> str:
+    # Default/fc1-Dense/MatMul-op0 -> MatMul; PyNative's plain "MatMul" stays.
+    return full_name.rsplit("/", 1)[-1].split("-op", 1)[0]
+
+
+def _ops_from_executions(executions: Executions) -> list[OpRow]:
+    total = executions.total_ms or 1.0
+    return [
+        OpRow(_op_type(name), name.rsplit("/", 1)[-1], name, count, ms, ms / count, ms / total)
+        for name, (count, ms) in executions.per_op.items()
+    ]
+
+
+def _types_from_ops(ops: Sequence[OpRow]) -> list[OpTypeRow]:
+    sums: dict[str, list] = {}
+    for op in ops:
+        entry = sums.setdefault(op.op_type, [0, 0.0])
+        entry[0] += op.occurrences
+        entry[1] += op.total_ms
+    total = math.fsum(ms for _, ms in sums.values()) or 1.0
+    return [OpTypeRow(name, count, ms, ms / count if count else 0.0, ms / total) for name, (count, ms) in sums.items()]
+
+
+def read_profile(path: str | os.PathLike) -> ProfileData:
+    """Every rank under ``path``; raises :class:`ProfileReadError` only when there is none."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise ProfileReadError(f"{path}: no such directory; give a profiler output directory.")
+    if not root.is_dir():
+        raise ProfileReadError(f"{path}: not a directory; give the folder the profiler wrote (or one above it).")
+    runs = find_runs(root)
+    if not runs:
+        raise ProfileReadError(
+            f"{path}: no profile inside (looked for *_ascend_ms folders with FRAMEWORK/cpu_op_*.csv, "
+            f"{_MAX_DEPTH} levels deep)."
+        )
+    problems: list[str] = []
+    steps = read_steps(root / STEPS_FILE, problems)
+    if steps is None and len(runs) == 1 and runs[0] != root:
+        steps = read_steps(runs[0].parent / STEPS_FILE, problems)
+    windows = steps.bounds if steps else ()
+    ranks = [_rank_of(run, root) for run in runs]
+    # Runs without a rank, or two runs claiming one, are numbered in path order.
+    if None in ranks or len(set(ranks)) != len(ranks):
+        ranks = list(range(len(runs)))
+    data = ProfileData(root=root, runs=[], steps=steps, problems=problems)
+    for run, rank in sorted(zip(runs, ranks, strict=True), key=lambda pair: pair[1]):
+        data.runs.append(_read_run(run, rank, windows if len(runs) == 1 else ()))
+    return data
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One op type or op in two profiles (ms; None where it does not occur)."""
+
+    name: str
+    before_ms: float | None
+    after_ms: float | None
+
+    @property
+    def speedup(self) -> float | None:
+        if not self.before_ms or not self.after_ms:
+            return None
+        return self.before_ms / self.after_ms
+
+    @property
+    def status(self) -> str:
+        if self.before_ms is None:
+            return "new"
+        if self.after_ms is None:
+            return "vanished"
+        return "both"
+
+
+@dataclass
+class Comparison:
+    """Two profiles side by side, per op type and per op, biggest change first."""
+
+    before: str
+    after: str
+    before_ms: float
+    after_ms: float
+    op_types: list[OpChange]
+    ops: list[OpChange]
+
+
+def _sums(data: ProfileData, kind: str) -> dict[str, float]:
+    sums: dict[str, float] = {}
+    for run in data.runs:
+        rows = run.op_types if kind == "types" else run.ops
+        for row in rows:
+            key = row.op_type if kind == "types" else row.full_name
+            sums[key] = sums.get(key, 0.0) + row.total_ms
+    return sums
+
+
+def _changes(before: dict[str, float], after: dict[str, float]) -> list[OpChange]:
+    names = list(dict.fromkeys([*before, *after]))
+    changes = [OpChange(name, before.get(name), after.get(name)) for name in names]
+    return sorted(changes, key=lambda change: (-abs((change.after_ms or 0.0) - (change.before_ms or 0.0)), change.name))
+
+
+def compare(before: ProfileData, after: ProfileData) -> Comparison:
+    """Per op type and per full op name: time before and after, over all ranks."""
+    types_before, types_after = _sums(before, "types"), _sums(after, "types")
+    return Comparison(
+        before=str(before.root),
+        after=str(after.root),
+        before_ms=math.fsum(types_before.values()),
+        after_ms=math.fsum(types_after.values()),
+        op_types=_changes(types_before, types_after),
+        ops=_changes(_sums(before, "ops"), _sums(after, "ops")),
+    )

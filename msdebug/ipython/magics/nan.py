@@ -1,0 +1,148 @@
+"""``%%msnan`` and ``%msdump``: find the first NaN/Inf of a cell; data dumps from a notebook."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+
+from ...errors import MagicUsageError
+from ._cellbody import run_body
+from ._parse import Form, Option, Parsed, Spec, magic_spec
+
+__all__ = ["DUMP", "NAN", "NanMagics", "WidgetProgress"]
+
+DUMP = Spec(
+    "msdump",
+    line=Form(
+        words=("on", "off"),
+        options=(
+            Option("--dir", "DIR", "where MindSpore writes rank_<id>/ (letters, digits, _ - / only; default ./dump)"),
+            Option("--kernels", "NAMES", "only these ops, comma-separated: Default/Sqrt-op0, relu, name-regex(...)"),
+            Option("--iteration", "STEPS", '"all" (default), or steps and ranges such as 0|2-4'),
+            Option("--inputs", help="dump op inputs too (the value a parameter had before the step)"),
+        ),
+    ),
+)
+
+NAN = Spec(
+    "msnan",
+    cell=Form(
+        options=(
+            Option(
+                "--pynative", help="run the cell in PyNative mode under hooks (GRAPH cells after the first compile)"
+            ),
+        ),
+    ),
+)
+
+
+class WidgetProgress:
+    """A progress bar (ipywidgets) for scans that last more than ``after`` seconds."""
+
+    def __init__(self, after: float = 2.0) -> None:
+        self.started = time.monotonic()
+        self.after = after
+        self.bar: Any = None
+        self.shown = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self.bar is False or now - self.started < self.after or now - self.shown < 0.1:
+            return
+        self.shown = now
+        if self.bar is None:
+            try:
+                import ipywidgets
+                from IPython.display import display
+            except ImportError:
+                self.bar = False
+                return
+            self.bar = ipywidgets.FloatProgress(min=0.0, max=1.0, description="scanning")
+            display(self.bar)
+        self.bar.value = done / total if total else 1.0
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.close()
+
+
+@magics_class
+class NanMagics(Magics):
+    """``%%msnan`` and ``%msdump``."""
+
+    SPECS = (NAN, DUMP)
+
+    @no_var_expand
+    @cell_magic
+    @magic_spec(NAN)
+    def msnan(self, args: Parsed) -> Any:
+        """Run the cell and show the first op whose value is not finite (NaN, +Inf, -Inf).
+
+        Usage::
+
+            %%msnan [--pynative]
+
+        PyNative: hooks on primitive calls, Tensor operators and Cells (removed when the cell
+        ends, also after an error); the culprit is the primitive that made the value, with the
+        cell line behind it, its inputs' and outputs' statistics and the ops it reached.
+        GRAPH mode and @jit: from a data dump of the cell's graphs. MindSpore reads the dump
+        config at the first graph compile only: before it, %%msnan sets up a dump itself;
+        after it, it says how to get one (a fresh kernel's first cell), or rerun the cell
+        with --pynative where the code allows it (not @jit functions or sink mode).
+        The cell's own output and value are kept.
+        """
+        from IPython.display import display
+
+        from ...recorders.nan import NanSession
+
+        numbers = getattr(self.shell.compile, "_filename_map", None)
+        progress = WidgetProgress()
+        session = NanSession(args.cell, pynative=bool(args.get("--pynative")), numbers=numbers, progress=progress)
+
+        def after(entered) -> str:
+            return "%%msnan: the report above covers the ops that ran before the error"
+
+        try:
+            return run_body(self.shell, "msnan", args.line, args.cell, session, after)
+        finally:
+            progress.close()
+            if session.report is not None:
+                display(session.report)
+
+    @no_var_expand
+    @line_magic
+    @magic_spec(DUMP)
+    def msdump(self, args: Parsed) -> Any:
+        """MindSpore's data dump: switch it on before the first graph compile, see what it wrote.
+
+        Usage::
+
+            %msdump                           what is configured, what MindSpore took, what it wrote
+            %msdump on [--dir DIR] [--kernels NAMES] [--iteration STEPS] [--inputs]
+            %msdump off
+
+        The dump config is checked with MindSpore's own rules, written into DIR (another
+        file there is never overwritten) and named by MINDSPORE_DUMP_CONFIG. MindSpore reads
+        it at the first graph compile of the process and keeps it: after that, this says so
+        and gives the first cell for a fresh kernel. Read the dump with msdebug.open_dump(DIR),
+        or `msdebug dump DIR --nan` in a terminal.
+        """
+        from ...recorders import datadump
+
+        options = args.options
+        if not args.word:
+            if options:
+                raise MagicUsageError("%msdump: options go with on, e.g. %msdump on --dir ./dump --inputs")
+            return datadump.dump_status()
+        if args.word == "off":
+            if options:
+                raise MagicUsageError("%msdump off takes no options.")
+            return datadump.disable()
+        return datadump.enable(
+            options.get("--dir", "./dump"),
+            kernels=options.get("--kernels", ()),
+            iteration=options.get("--iteration", "all"),
+            inputs=bool(options.get("--inputs")),
+        )

@@ -1,0 +1,460 @@
+"""Data dumps from a notebook: build and check the dump JSON with MindSpore's rules, apply it,
+and say what is in effect.
+
+MindSpore 2.10 reads ``MINDSPORE_DUMP_CONFIG`` once, at the first graph compile of the
+process (:mod:`msdebug.backend.dump`), so a dump is set up before that compile or in a fresh
+kernel; msdebug says which, and gives the exact first cell. The rules below are MindSpore's
+own (``DumpJsonParser``, table 1.2 of the reference), checked before MindSpore sees the file,
+plus the settings CPU accepts but ignores or refuses. msdebug always writes
+``e2e_dump_settings``: without it MindSpore logs three warnings and sleeps a second after each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backend import dump as _dump
+from ..errors import DumpConfigError, DumpTooLateError, did_you_mean
+
+__all__ = [
+    "CONFIG_NAME",
+    "DumpStatus",
+    "build_config",
+    "check_config",
+    "check_iteration",
+    "check_path",
+    "disable",
+    "dump_for_cell",
+    "dump_status",
+    "enable",
+    "first_cell",
+    "graph_only_reason",
+    "read_config",
+    "write_config",
+]
+
+CONFIG_NAME = "msdebug_dump.json"
+_PATH = re.compile(r"^[A-Za-z0-9_/-]+$")
+_NET = re.compile(r"^[A-Za-z0-9_-]+$")
+_ITERATION = re.compile(r"^[0-9|-]+$")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_REQUIRED = ("dump_mode", "net_name", "iteration", "input_output", "kernels", "support_device")
+_KNOWN = {
+    "common_dump_settings": (
+        *_REQUIRED, "path", "saved_data", "op_debug_mode", "overflow_number", "initial_iteration",
+        "file_format", "statistic_category",
+    ),
+    "e2e_dump_settings": (
+        "enable", "trans_flag", "save_kernel_args", "stat_calc_mode", "device_stat_precision_mode",
+        "sample_mode", "sample_num",
+    ),
+}  # fmt: skip
+_MAX_CONFIG = 1 << 20
+
+
+def _uint(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def check_path(value: Any) -> str:
+    """An absolute path of ``A-Z a-z 0-9 _ - /`` only (no dots, no ``~``): MindSpore's rule."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise DumpConfigError(f"the dump path must be a non-empty string (an absolute directory), got {value!r}.")
+    if not value.startswith("/"):
+        absolute = os.path.abspath(os.path.expanduser(value))
+        if _PATH.match(absolute):
+            return absolute.rstrip("/") or "/"
+        raise DumpConfigError(
+            f"the dump path {value!r} becomes {absolute!r}, and MindSpore allows only letters, digits, '_', '-' "
+            "and '/' in it (no dots); give another directory, such as /tmp/dump."
+        )
+    if not _PATH.match(value):
+        bad = sorted({c for c in value if not re.match(r"[A-Za-z0-9_/-]", c)})
+        raise DumpConfigError(
+            f"the dump path {value!r} has {''.join(bad)!r}; MindSpore allows only letters, digits, '_', '-' and '/' "
+            f"(\"Dump path only support alphabets, digit or {{'-', '_', '/'}}\"); "
+            f"did you mean {re.sub(r'[^A-Za-z0-9_/-]', '_', value)!r}?"
+        )
+    return value.rstrip("/") or "/"
+
+
+def check_iteration(value: Any) -> str:
+    """``"all"``, or steps and ranges joined by ``|`` (``"0|2-4"``). MindSpore accepts odd
+    strings such as ``"2-1|-"`` and then dumps nothing; msdebug refuses them."""
+    if not isinstance(value, str):
+        raise DumpConfigError(f'iteration must be a string such as "all" or "0|2-4", got {value!r}.')
+    if value == "all":
+        return value
+    if not value or not _ITERATION.match(value):
+        hint = did_you_mean(value, ["all"]) if value else ""
+        raise DumpConfigError(
+            f"iteration {value!r}: MindSpore takes only \"all\" or digits with '-' and '|' (\"0|2-4\")." + hint
+        )
+    for part in value.split("|"):
+        match = _RANGE.match(part)
+        if match is None or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
+            raise DumpConfigError(
+                f"iteration {value!r}: {part!r} is not a step or a range START-END with START <= END; "
+                "MindSpore would accept it and dump nothing."
+            )
+    return value
+
+
+def check_kernels(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [k.strip() for k in value.split(",") if k.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(k, str) and k for k in value):
+        raise DumpConfigError(
+            "kernels must be a list of full op names (Default/Sqrt-op0), op types (relu) or 'name-regex(...)', "
+            f"got {value!r}."
+        )
+    return list(value)
+
+
+def check_config(data: Any, where: str = "the dump config") -> dict:
+    """Check a dump JSON as MindSpore 2.10 on CPU would, and refuse what it would refuse or
+    silently ignore. Returns ``data``.
+
+    Raises
+    ------
+    DumpConfigError
+        With MindSpore's reason and what is allowed.
+    """
+    if not isinstance(data, dict):
+        raise DumpConfigError(f"{where}: the top level must be a JSON object, got {type(data).__name__}.")
+    common = data.get("common_dump_settings")
+    if not isinstance(common, dict):
+        raise DumpConfigError(
+            f'{where}: common_dump_settings not found (MindSpore: "Check dump json failed, common_dump_settings '
+            'not found").' + did_you_mean("common_dump_settings", [k for k in data if isinstance(k, str)])
+        )
+    for section, keys in _KNOWN.items():
+        block = data.get(section)
+        if isinstance(block, dict):
+            for key in block:
+                if key not in keys:
+                    raise DumpConfigError(
+                        f"{where}: {section}.{key} is not a key MindSpore reads (it would be ignored silently)."
+                        + did_you_mean(str(key), keys)
+                    )
+    for key in _REQUIRED:
+        if key not in common:
+            raise DumpConfigError(f"{where}: {key} not found; MindSpore requires {', '.join(_REQUIRED)}.")
+    mode = common["dump_mode"]
+    if not _uint(mode) or mode > 2:
+        raise DumpConfigError(f"{where}: dump_mode must be 0 (all ops) or 1 (the kernels list), got {mode!r}.")
+    if mode == 2:
+        raise DumpConfigError(f"{where}: dump_mode 2 (set_dump) works only in Ascend async dump; use 0 or 1.")
+    if not isinstance(common["net_name"], str) or not _NET.match(common["net_name"]):
+        raise DumpConfigError(
+            f"{where}: net_name {common['net_name']!r}: only letters, digits, '-' and '_' (it names a folder)."
+        )
+    check_iteration(common["iteration"])
+    if common["input_output"] not in (0, 1, 2) or isinstance(common["input_output"], bool):
+        raise DumpConfigError(
+            f"{where}: input_output must be 0 (inputs and outputs), 1 (inputs) or 2 (outputs), "
+            f"got {common['input_output']!r}."
+        )
+    if not isinstance(common["kernels"], list):
+        raise DumpConfigError(f"{where}: kernels must be a list (MindSpore checks it even with dump_mode 0).")
+    check_kernels(common["kernels"]) if common["kernels"] else None
+    devices = common["support_device"]
+    if not isinstance(devices, list) or not all(_uint(d) for d in devices):
+        raise DumpConfigError(f"{where}: support_device must be a list of device numbers, got {devices!r}.")
+    if "path" in common:
+        check_path(common["path"]) if common["path"] else None
+        if common["path"] and not str(common["path"]).startswith("/"):
+            raise DumpConfigError(f"{where}: path {common['path']!r} must be absolute (start with '/').")
+    if not common.get("path") and not os.environ.get("MS_DIAGNOSTIC_DATA_PATH"):
+        raise DumpConfigError(f"{where}: path is empty and MS_DIAGNOSTIC_DATA_PATH is not set; give an absolute path.")
+    saved = common.get("saved_data", "tensor")
+    if saved in ("statistic", "full"):
+        raise DumpConfigError(
+            f'{where}: saved_data {saved!r} needs a GPU or Ascend (MindSpore: "storing statistic dump is only '
+            'supported on GPU and Ascend"); use "tensor": msdebug computes statistics from the tensors.'
+        )
+    if saved != "tensor":
+        raise DumpConfigError(
+            f'{where}: saved_data must be "tensor" on CPU, got {saved!r}.' + did_you_mean(str(saved), ["tensor"])
+        )
+    debug = common.get("op_debug_mode", 0)
+    if debug not in (0, 1, 2, 3, 4) or isinstance(debug, bool):
+        raise DumpConfigError(f"{where}: op_debug_mode must be 0, 3 or 4, got {debug!r}.")
+    if debug == 4:
+        raise DumpConfigError(
+            f"{where}: op_debug_mode 4 (exception dump) is not supported on CPU: no tensor is written."
+        )
+    if debug in (1, 2, 3) and common["input_output"] != 0:
+        raise DumpConfigError(f"{where}: op_debug_mode {debug} forces input_output 0; set input_output to 0.")
+    if "overflow_number" in common and debug not in (1, 2, 3):
+        raise DumpConfigError(f"{where}: overflow_number is only read with op_debug_mode 3.")
+    if "initial_iteration" in common and not _uint(common["initial_iteration"]):
+        raise DumpConfigError(f"{where}: initial_iteration must be a whole number >= 0.")
+    e2e = data.get("e2e_dump_settings", {})
+    if not isinstance(e2e, dict):
+        raise DumpConfigError(f"{where}: e2e_dump_settings must be an object.")
+    for key in ("enable", "trans_flag"):
+        if key in e2e and not isinstance(e2e[key], bool):
+            raise DumpConfigError(f"{where}: e2e_dump_settings.{key} must be true or false, got {e2e[key]!r}.")
+    return data
+
+
+def build_config(
+    directory: str | os.PathLike,
+    *,
+    kernels: Any = (),
+    iteration: str = "all",
+    inputs: bool = True,
+    net_name: str = "Net",
+) -> dict:
+    """A checked dump JSON for CPU: every op (or the ``kernels`` list), tensors, inputs and
+    outputs (outputs only with ``inputs=False``)."""
+    kernels = check_kernels(kernels) if kernels else []
+    config = {
+        "common_dump_settings": {
+            "dump_mode": 1 if kernels else 0,
+            "path": check_path(directory),
+            "net_name": net_name,
+            "iteration": check_iteration(iteration),
+            "saved_data": "tensor",
+            "input_output": 0 if inputs else 2,
+            "kernels": kernels,
+            "support_device": [0],
+        },
+        "e2e_dump_settings": {"enable": True, "trans_flag": True},
+    }
+    return check_config(config)
+
+
+def read_config(path: str | os.PathLike) -> dict:
+    """The dump JSON at ``path``, checked."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(_MAX_CONFIG + 1)
+    except OSError as error:
+        raise DumpConfigError(f"{path}: cannot read the dump config ({error.strerror or error}).") from None
+    if len(raw) > _MAX_CONFIG:
+        raise DumpConfigError(f"{path}: larger than 1 MB, not a dump config.")
+    try:
+        data = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError as error:
+        raise DumpConfigError(f"{path}: not valid JSON ({error}).") from None
+    return check_config(data, str(path))
+
+
+def write_config(config: dict, directory: str | os.PathLike) -> Path:
+    """Write ``config`` as ``<directory>/msdebug_dump.json``; an existing different file is kept
+    and the config goes to ``msdebug_dump-1.json`` (-2, ...)."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(config, indent=2) + "\n"
+    stem, suffix = CONFIG_NAME.rsplit(".", 1)
+    for number in range(1000):
+        path = folder / (CONFIG_NAME if number == 0 else f"{stem}-{number}.{suffix}")
+        try:
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(text)
+            return path
+        except FileExistsError:
+            try:
+                if path.read_text(encoding="utf-8") == text:
+                    return path
+            except OSError:
+                continue
+    raise DumpConfigError(f"{folder}: 1000 dump configs already there; give another directory.")
+
+
+_JIT = re.compile(r"(^|\W)(ms\.)?jit\b|@jit|\bjit\(")
+_SINK = re.compile(r"(dataset_sink_mode|sink_mode)\s*=\s*True|data_sink\(")
+
+
+def graph_only_reason(code: str) -> str:
+    """Why rerunning ``code`` in PyNative would not show its ops to hooks ('' when it would)."""
+    if _JIT.search(code):
+        return "it calls @jit functions, which run as graphs in PyNative too"
+    if _SINK.search(code):
+        return "it trains in sink mode, which runs as a graph"
+    return ""
+
+
+def first_cell(config_file: str | os.PathLike) -> str:
+    """The one line to run first in a fresh kernel to dump with ``config_file``."""
+    return f'import os; os.environ["{_dump.ENV_VAR}"] = "{os.fspath(config_file)}"'
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass
+class DumpStatus:
+    """What is configured, what MindSpore has taken, and what it has written."""
+
+    config_file: str | None
+    config: dict | None
+    error: str
+    dump_path: str
+    compiled: bool
+    in_effect: bool
+    iterations: int = 0
+    tensors: int = 0
+    size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        if not self.config_file:
+            return "off" if not self.compiled else "off (too late to switch on in this process)"
+        if self.error:
+            return "configured, but MindSpore will refuse it"
+        if self.in_effect:
+            return "on: MindSpore dumps every graph run"
+        if self.compiled:
+            return "configured too late: MindSpore read no dump config at its first graph compile"
+        return "configured: MindSpore reads it at the first graph compile"
+
+    def _repr_html_(self) -> str:
+        from ..views.nan import html_dump_status
+
+        return html_dump_status(self)
+
+    def __repr__(self) -> str:
+        from ..views.nan import text_dump_status
+
+        return text_dump_status(self)
+
+
+def dump_status(notes: tuple[str, ...] = ()) -> DumpStatus:
+    """The data dump of this process now."""
+    from ..dumps.datadump import read_data_dump
+
+    config_file = _dump.config_file()
+    compiled = _dump.graph_compiled()
+    config, error, path = None, "", ""
+    if config_file:
+        try:
+            config = read_config(config_file)
+        except DumpConfigError as problem:
+            error = str(problem)
+        if config is not None:
+            path = config["common_dump_settings"].get("path") or os.path.join(
+                os.environ.get("MS_DIAGNOSTIC_DATA_PATH", ""), "debug_dump"
+            )
+    in_effect = bool(path) and _dump.parsed_here(path)
+    status = DumpStatus(config_file, config, error, path, compiled, in_effect, notes=list(notes))
+    if path and os.path.isdir(path):
+        try:
+            written = read_data_dump(path)
+        except Exception:  # noqa: BLE001 - nothing readable written yet
+            written = None
+        if written is not None:
+            status.iterations = sum(len(r.iterations) for r in written.ranks)
+            status.tensors = written.tensor_count
+            status.size = written.size
+    return status
+
+
+def _too_late(what: str, config_file: str | os.PathLike) -> DumpTooLateError:
+    return DumpTooLateError(
+        f"{what}: too late, this process has compiled a graph and MindSpore reads the dump config only at its "
+        f"first graph compile. Run this first in a fresh kernel: {first_cell(config_file)}"
+    )
+
+
+def enable(
+    directory: str | os.PathLike,
+    *,
+    kernels: Any = (),
+    iteration: str = "all",
+    inputs: bool = False,
+    net_name: str = "Net",
+) -> DumpStatus:
+    """Write a checked dump config into ``directory`` and point ``MINDSPORE_DUMP_CONFIG`` at it.
+
+    Raises
+    ------
+    DumpConfigError
+        For a setting MindSpore would refuse or ignore.
+    DumpTooLateError
+        After the first graph compile (unless this very config is already in effect); the
+        message gives the fresh-kernel first cell.
+    """
+    config = build_config(directory, kernels=kernels, iteration=iteration, inputs=inputs, net_name=net_name)
+    path = config["common_dump_settings"]["path"]
+    current = _dump.config_file()
+    if _dump.graph_compiled():
+        if current and _dump.parsed_here(path):
+            try:
+                same = read_config(current) == config
+            except DumpConfigError:
+                same = False
+            if same:
+                return dump_status(("already on with these settings",))
+        written = write_config(config, path)
+        raise _too_late("%msdump on", written)
+    written = write_config(config, path)
+    _dump.set_config_file(written)
+    return dump_status((f"wrote {written}",))
+
+
+def disable() -> DumpStatus:
+    """Remove ``MINDSPORE_DUMP_CONFIG`` before the first graph compile.
+
+    Raises
+    ------
+    DumpTooLateError
+        When MindSpore has taken the config: it dumps until the process ends.
+    """
+    if _dump.graph_compiled() and _dump.config_file() and dump_status().in_effect:
+        raise DumpTooLateError(
+            "%msdump off: too late, MindSpore took the dump config at this process's first graph compile and dumps "
+            "every graph run until the process ends; restart the kernel to stop it."
+        )
+    _dump.set_config_file(None)
+    return dump_status(("MINDSPORE_DUMP_CONFIG removed",))
+
+
+def dump_for_cell(code: str = "") -> tuple[str, bool]:
+    """The dump a GRAPH-mode ``%%msnan`` cell is scanned from: ``(dump path, set up now)``.
+
+    A dump already configured is used as it is; before the first graph compile msdebug sets
+    one up in a new temporary directory.
+
+    Raises
+    ------
+    DumpTooLateError
+        When this process compiled a graph without a dump; the message gives the two ways out.
+    DumpConfigError
+        When the configured dump config is one MindSpore would refuse.
+    """
+    status = dump_status()
+    if status.config_file and status.error:
+        raise DumpConfigError(status.error)
+    if status.in_effect or (status.config_file and not status.compiled):
+        return status.dump_path, False
+    if not status.compiled:
+        directory = tempfile.mkdtemp(prefix="msdebug_nan_")
+        config = build_config(directory)
+        _dump.set_config_file(write_config(config, directory))
+        return config["common_dump_settings"]["path"], True
+    directory = os.path.join(tempfile.gettempdir(), "msdebug_dump")
+    written = write_config(build_config(directory), directory)
+    reason = graph_only_reason(code)
+    rerun = (
+        f"rerunning it in PyNative (%%msnan --pynative) would not help: {reason}"
+        if reason
+        else "or rerun this cell in PyNative under hooks: %%msnan --pynative"
+    )
+    error = _too_late("%%msnan", written)
+    return_message = f"{error}; {rerun}"
+    raise DumpTooLateError(return_message)

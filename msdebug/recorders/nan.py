@@ -1,0 +1,426 @@
+"""The ``%%msnan`` engine: find the first op whose value is not finite, in PyNative or from a dump.
+
+* PyNative: :class:`NanWatch` observes every primitive call, Tensor operator and Cell call
+  through :class:`msdebug.backend.hooks.OpHooks`, installed for the block and removed in
+  ``finally``. Each new tensor is checked once (an op's unseen inputs, such as data and
+  parameters, before its outputs); the first non-finite one names its op, and the op's
+  inputs say whether it made the value or received it.
+* GRAPH and ``@jit``: the ops run inside graphs that no hook sees, so the block runs with a
+  data dump (:mod:`msdebug.recorders.datadump`) and the iterations it wrote are scanned
+  (:func:`msdebug.dumps.nan.scan_dump`).
+"""
+
+from __future__ import annotations
+
+import linecache
+import time
+import weakref
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ..dumps.datadump import is_finite, iteration_paths, read_data_dump, tensor_stats
+from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
+from .datadump import graph_only_reason
+
+__all__ = ["NanSession", "NanWatch", "graph_only_reason", "iteration_dirs", "scan_new_iterations", "watch_pynative"]
+
+
+def _tensors(value: Any, found: list, depth: int = 0) -> list:
+    from ..backend.hooks import is_tensor
+
+    if is_tensor(value):
+        found.append(value)
+    elif isinstance(value, (tuple, list)) and depth < 3:
+        for item in value:
+            _tensors(item, found, depth + 1)
+    return found
+
+
+class NanWatch:
+    """Observer of :class:`OpHooks`: keeps the first non-finite value and what it reached."""
+
+    def __init__(self, numbers: Mapping[str, int] | None = None) -> None:
+        self.numbers = numbers
+        self.started = time.perf_counter()
+        self.scope: list[tuple[Any, str]] = []
+        self.counts: Counter = Counter()
+        self.ops = 0
+        self.tensors = 0
+        self.unreadable = 0
+        self.culprit: Culprit | None = None
+        self.when_us = 0
+        self._seen: dict[int, weakref.ref] = {}
+        self._bad: dict[int, weakref.ref] = {}
+        self._reached: list[Reached] = []
+        self._last: tuple[int, ...] = ()
+        self._key: tuple[int, str] = (0, "")
+        self._roots: dict[int, weakref.ref] = {}
+
+    # -- cells give the scope; optimizers get the gradients, which no forward hook sees
+    def enter_cell(self, cell: Any, args: tuple = ()) -> None:
+        from ..backend.hooks import cell_path_name, optimizer_parameters
+
+        if not self.scope and len(self._roots) < 64:
+            self._remember(self._roots, cell)
+        label = cell_path_name(self.scope[-1][0], cell) if self.scope else "Default"
+        self.scope.append((cell, label))
+        names = optimizer_parameters(cell) if self.culprit is None else None
+        if names is None:
+            return
+        for position, gradient in enumerate(_tensors(args, [])):
+            if self._check(gradient) is False:
+                target = names[position] if position < len(names) else f"parameter {position}"
+                self._blame_value(
+                    "/".join(label for _, label in self.scope),
+                    type(cell).__name__,
+                    f"gradient of {target}",
+                    gradient,
+                    f"the backward pass made it: the gradient of {target} reached the optimizer already not finite "
+                    "(the hooks see forward ops only, and every forward op was finite)",
+                )
+                return
+
+    def exit_cell(self, cell: Any) -> None:
+        if self.scope and self.scope[-1][0] is cell:
+            self.scope.pop()
+
+    # -- ops
+    @staticmethod
+    def _known(table: dict[int, weakref.ref], tensor: Any) -> bool:
+        ref = table.get(id(tensor))
+        return ref is not None and ref() is tensor
+
+    def _remember(self, table: dict[int, weakref.ref], tensor: Any) -> None:
+        try:
+            table[id(tensor)] = weakref.ref(tensor)
+        except TypeError:  # a Tensor subclass without weak references: its id may be reused later
+            pass
+
+    def op(self, op_type: str, args: tuple, output: Any) -> None:
+        outputs = _tensors(output, [])
+        ids = tuple(id(t) for t in outputs)
+        if ids and ids == self._last:
+            return  # the same op seen again by an outer wrapper (Tensor.__sub__ around SubExt)
+        self._last = ids
+        self.ops += 1
+        # Numbered per scope and type, as MindSpore names kernels (fc1-Dense/MatMul-op0, fc2-Dense/MatMul-op0).
+        self._key = (id(self.scope[-1][0]) if self.scope else 0, op_type)
+        self.counts[self._key] += 1
+        inputs = _tensors(args, [])
+        if self.culprit is not None:
+            self._follow(op_type, inputs, outputs)
+            return
+        # Inputs no hooked op made (data, parameters, results of graphs) are checked once;
+        # outputs always, also when an op returns a tensor it updated in place.
+        for position, tensor in enumerate(inputs):
+            if self._known(self._seen, tensor):
+                continue
+            self._remember(self._seen, tensor)
+            if self._check(tensor) is False:
+                self._blame(op_type, inputs, outputs, f"input {position}")
+                return
+        for position, tensor in enumerate(outputs):
+            self._remember(self._seen, tensor)
+            if self._check(tensor) is False:
+                self._blame(op_type, inputs, outputs, f"output {position}")
+                return
+
+    def _check(self, tensor: Any) -> bool | None:
+        """Whether ``tensor`` is finite; None when MindSpore cannot hand its values to numpy
+        (bfloat16, say), which is counted and said in the report."""
+        from ..backend.hooks import to_numpy
+
+        try:
+            values = to_numpy(tensor)
+        except Exception:  # noqa: BLE001 - MindSpore raises TypeError or RuntimeError for such dtypes
+            self.unreadable += 1
+            return None
+        self.tensors += 1
+        return is_finite(values)
+
+    def _slot(self, label: str, tensor: Any) -> SlotStats:
+        from ..backend.hooks import to_numpy
+
+        name = getattr(tensor, "name", "") if type(tensor).__name__ == "Parameter" else ""
+        try:
+            stats = tensor_stats(to_numpy(tensor))
+        except Exception:  # noqa: BLE001 - a tensor MindSpore cannot hand back (a failed op): shown as unreadable
+            stats = None
+        return SlotStats(f"{label} ({name})" if name else label, name, stats)
+
+    def _blame(self, op_type: str, inputs: list, outputs: list, slot: str) -> None:
+        from ..backend.hooks import user_frame
+
+        self.when_us = time.time_ns() // 1000
+        ins = tuple(self._slot(f"input {i}", t) for i, t in enumerate(inputs))
+        outs = tuple(self._slot(f"output {i}", t) for i, t in enumerate(outputs))
+        stats = (ins if slot.startswith("input") else outs)[int(slot.split()[1])].stats
+        made_here = slot.startswith("output") and all(s.stats is None or s.stats.finite for s in ins)
+        frame = user_frame()
+        source = code = cell = ""
+        if frame is not None:
+            path, line = frame.f_code.co_filename, frame.f_lineno
+            source, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
+        scope = "/".join(label for _, label in self.scope) or "Default"
+        name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
+        note = ""
+        if not made_here:
+            params = [s.name for s in ins if s.name and s.stats is not None and not s.stats.finite]
+            note = (
+                f"parameter {', '.join(params)} already holds it (its value before this step)"
+                if params
+                else "no earlier op in this cell made it: it comes from the data, a parameter, or code "
+                "the hooks do not see (@jit functions, graphs)"
+            )
+        self.culprit = Culprit(
+            name, op_type, slot, stats, made_here, ins, outs, source, code, cell, note=note, when_us=self.when_us
+        )
+        for tensor in outputs:
+            self._remember(self._bad, tensor)
+        for tensor in inputs:
+            if not is_finite(to_numpy_quiet(tensor)):
+                self._remember(self._bad, tensor)
+
+    def _follow(self, op_type: str, inputs: list, outputs: list) -> None:
+        if len(self._reached) >= MAX_DOWNSTREAM or not any(self._known(self._bad, t) for t in inputs):
+            return
+        scope = "/".join(label for _, label in self.scope) or "Default"
+        name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
+        bad = [t for t in outputs if not is_finite(to_numpy_quiet(t))]
+        for tensor in bad:
+            self._remember(self._bad, tensor)
+        outcome = "passed it on" if bad else "masked it: its output is finite"
+        self._reached.append(Reached(name, op_type, outcome))
+
+    def _blame_value(self, name: str, op_type: str, slot: str, tensor: Any, note: str, source: bool = True) -> None:
+        """A culprit that is one value rather than an op's output: a gradient, a parameter."""
+        from ..backend.hooks import user_frame
+
+        self.when_us = time.time_ns() // 1000
+        value = self._slot(slot, tensor)
+        where = code = cell = ""
+        frame = user_frame() if source else None
+        if frame is not None:
+            path, line = frame.f_code.co_filename, frame.f_lineno
+            where, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
+        self.culprit = Culprit(
+            name, op_type, slot, value.stats, False, (value,), (), where, code, cell, note=note, when_us=self.when_us
+        )
+
+    def _check_parameters(self) -> None:
+        """After the block: parameters that are no longer finite, though every op the hooks saw was."""
+        from ..backend.hooks import cell_parameters
+
+        checked: set[int] = set()
+        for ref in list(self._roots.values()):
+            root = ref()
+            if root is None:
+                continue
+            for name, parameter in cell_parameters(root):
+                if id(parameter) in checked:
+                    continue
+                checked.add(id(parameter))
+                if self._check(parameter) is False:
+                    self._blame_value(
+                        name,
+                        "Parameter",
+                        "value after the cell",
+                        parameter,
+                        "every op the hooks saw was finite, so the backward pass or the optimizer's update made it "
+                        "(the hooks see forward ops only)",
+                        source=False,
+                    )
+                    return
+
+    def report(self, notes: list[str] | None = None) -> NanReport:
+        if self.culprit is None:
+            self._check_parameters()
+        culprit = self.culprit
+        if culprit is not None and self._reached:
+            culprit = Culprit(**{**culprit.__dict__, "reached": tuple(self._reached)})
+        notes = list(notes or [])
+        if self.unreadable:
+            notes.append(
+                f"{self.unreadable} tensors could not be read as numpy arrays (bfloat16?) and were not checked"
+            )
+        if self.ops == 0:
+            notes.append(
+                "no PyNative op ran under the hooks: GRAPH-mode cells and @jit functions run as graphs; "
+                "%%msnan checks those from a data dump"
+            )
+        return NanReport(
+            "PyNative hooks", culprit, self.ops, self.tensors, seconds=time.perf_counter() - self.started, notes=notes
+        )
+
+
+def to_numpy_quiet(tensor: Any):
+    import numpy as np
+
+    from ..backend.hooks import to_numpy
+
+    try:
+        return to_numpy(tensor)
+    except Exception:  # noqa: BLE001 - an unreadable tensor counts as finite here: only the culprit is judged strictly
+        return np.zeros(0)
+
+
+@contextmanager
+def watch_pynative(numbers: Mapping[str, int] | None = None) -> Iterator[NanWatch]:
+    """``with watch_pynative() as watch:`` the block runs with the hooks; ``watch.report()``
+    afterwards. The hooks are removed when the block ends, however it ends."""
+    from ..backend.hooks import OpHooks
+
+    watch = NanWatch(numbers)
+    hooks = OpHooks(watch)
+    try:
+        hooks.install()
+        yield watch
+    finally:
+        hooks.remove()
+
+
+def iteration_dirs(root: str) -> set[str]:
+    """Iteration folders of a data dump now (to tell which ones a cell wrote)."""
+    return iteration_paths(root)
+
+
+def scan_new_iterations(root: str, before: set[str], progress=None, numbers=None) -> NanReport:
+    """Scan the iterations of the dump at ``root`` that are not in ``before``."""
+    dump = read_data_dump(root, skip=before)
+    report = scan_dump(dump, progress=progress, numbers=numbers)
+    if not any(where.iterations for where in dump.ranks):
+        report.notes.append(
+            "the dump has no new iteration: the cell ran no graph, or the dump's iteration setting skipped its steps"
+        )
+    return report
+
+
+class NanSession:
+    """The context manager behind ``%%msnan``: the block runs watched, ``.report`` says what it found.
+
+    * ``pynative=True``: the block runs in PyNative mode (the context is put back after it)
+      under the hooks;
+    * PyNative mode: the hooks; when a data dump is also on, the ``@jit`` graphs the block ran
+      are scanned from it as well, and the earlier finding wins;
+    * GRAPH mode: the block runs with a data dump (set up now if no graph was compiled yet)
+      and the iterations it wrote are scanned.
+
+    Raises
+    ------
+    DumpTooLateError
+        On entry, in GRAPH mode after the first compile without a dump: the message gives
+        the fresh-kernel first cell and says whether ``--pynative`` can help.
+    """
+
+    def __init__(
+        self,
+        code: str = "",
+        *,
+        pynative: bool = False,
+        numbers: Mapping[str, int] | None = None,
+        progress=None,
+    ) -> None:
+        self.code = code
+        self.pynative = pynative
+        self.numbers = numbers
+        self.progress = progress
+        self.report: NanReport | None = None
+        self.dump_path = ""
+        self.dump_new = False
+        self._watch: NanWatch | None = None
+        self._hooks = None
+        self._scope = None
+        self._before: set[str] = set()
+        self._compiled = False
+
+    def __enter__(self) -> NanSession:
+        from ..backend import dump as _dump
+        from ..backend import get_backend
+        from ..backend.hooks import OpHooks
+        from . import datadump
+
+        backend = get_backend()
+        graph = backend.read("mode") == 0 and not self.pynative
+        try:
+            if graph:
+                self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
+            else:
+                status = datadump.dump_status()
+                if status.config_file and not status.error and (status.in_effect or not status.compiled):
+                    self.dump_path = status.dump_path
+                elif graph_only_reason(self.code) and not status.config_file and not status.compiled:
+                    # @jit functions run as graphs in PyNative too: their ops need a dump.
+                    self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
+            if self.dump_path:
+                self._before = iteration_dirs(self.dump_path)
+            self._compiled = _dump.graph_compiled()
+            if self.pynative and backend.read("mode") == 0:
+                from .. import settings
+
+                self._scope = settings.context(mode="pynative")
+                self._scope.__enter__()
+            if not graph:
+                self._watch = NanWatch(self.numbers)
+                self._hooks = OpHooks(self._watch)
+                self._hooks.install()
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    def _close(self) -> None:
+        try:
+            if self._hooks is not None:
+                self._hooks.remove()
+        finally:
+            if self._scope is not None:
+                scope, self._scope = self._scope, None
+                scope.__exit__(None, None, None)
+
+    def __exit__(self, *exc) -> bool:
+        from ..backend import dump as _dump
+
+        self._close()
+        notes = []
+        if self.dump_new:
+            notes.append(f"msdebug set up a data dump in {self.dump_path} for this kernel's graphs")
+        hooked = self._watch.report() if self._watch is not None else None
+        if hooked is not None and self._hooks.errors:
+            hooked.notes.append(
+                f"{len(self._hooks.errors)} checks failed and were skipped; the first: {self._hooks.errors[0]}"
+            )
+        if hooked is not None and not self.dump_path and graph_only_reason(self.code):
+            hooked.notes.append(
+                "this cell calls @jit functions, whose ops the hooks do not see; a data dump would show them, "
+                "but this process compiled a graph before one was set up"
+            )
+        elif hooked is not None and not self.dump_path and not self._compiled and _dump.graph_compiled():
+            hooked.notes.append(
+                "a graph (a GRAPH-mode Cell or an @jit function) ran in this cell: the hooks do not see its ops, "
+                "and no data dump can be set up any more in this process"
+            )
+        dumped = None
+        if self.dump_path and (self._watch is None or iteration_dirs(self.dump_path) - self._before):
+            dumped = scan_new_iterations(self.dump_path, self._before, self.progress, self.numbers)
+        if hooked is not None and dumped is not None:
+            if dumped.culprit is not None and (hooked.culprit is None or _first_us(dumped) < self._watch.when_us):
+                dumped.notes.append(f"PyNative hooks: {hooked.checked_ops} ops checked as well")
+                self.report = dumped
+            else:
+                hooked.notes.append(
+                    f"the data dump of the graphs this cell ran: {dumped.checked_tensors} tensors, finite"
+                )
+                self.report = hooked
+        else:
+            self.report = hooked or dumped
+        if self.report is not None:
+            self.report.notes[:0] = notes
+        return False
+
+
+def _first_us(report: NanReport) -> int:
+    """When the culprit of a dump scan was written (µs since the epoch, from its file name)."""
+    culprit = report.culprit
+    return culprit.when_us if culprit is not None and culprit.when_us else 0

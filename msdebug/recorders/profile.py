@@ -1,0 +1,944 @@
+"""Profile code from a notebook: the three ways of MindSpore's profiler guide, with the result inline.
+
+* :func:`profile`: ``with msdebug.profile(steps="2:5") as prof:`` (and ``%%msprofile``); steps are
+  marked by :func:`step` / ``prof.step()``; ``prof.report`` is the inline report;
+* :class:`ProfileSteps` / :class:`ProfileEpochs`: ``Model.train`` callbacks for a step or epoch range;
+* :func:`profiler_options`: ``MS_PROFILER_OPTIONS``, validated, with the first cell it needs;
+* :func:`dynamic_profile`: ``DynamicProfilerMonitor`` and its ``profiler_config.json``, validated;
+* :func:`open_profile`, :func:`compare_profiles`: any profiler output directory, and two side by side.
+
+MindSpore's profiler prints (a progress bar from a forked child, log lines through a handler bound
+to the stderr of ``import mindspore``); while msdebug starts and stops it, fds 1 and 2, ``sys.stdout``,
+``sys.stderr`` and MindSpore's log handler all go into one buffer, kept in ``report.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, compare, find_runs, read_profile
+from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError, did_you_mean
+
+__all__ = [
+    "ComparisonReport",
+    "DynamicProfile",
+    "Profile",
+    "ProfileEpochs",
+    "ProfileReport",
+    "ProfileSteps",
+    "ProfilerOptions",
+    "compare_profiles",
+    "dynamic_profile",
+    "open_profile",
+    "parse_steps",
+    "profile",
+    "profiler_options",
+    "step",
+]
+
+_TOP = 15
+
+
+# --------------------------------------------------------------------------- reports
+
+
+class ProfileReport:
+    """The inline report of a profile: op types, top ops, per-step times, ranks, notes."""
+
+    def __init__(
+        self,
+        data: ProfileData,
+        top: int = _TOP,
+        log: str = "",
+        notes: tuple[str, ...] = (),
+        timeline: bool = False,
+        order: str = "time",
+    ) -> None:
+        self.data, self.top, self.log, self.timeline = data, top, log, timeline
+        self.order = _check_order(order)
+        self.notes = tuple(notes) + tuple(data.problems) + tuple(p for run in data.runs for p in run.problems)
+
+    @property
+    def path(self) -> Path:
+        return self.data.root
+
+    @property
+    def partial(self) -> bool:
+        return self.data.partial
+
+    @property
+    def steps(self):
+        return self.data.steps
+
+    @property
+    def runs(self):
+        return self.data.runs
+
+    @property
+    def trace(self) -> Path | None:
+        return next((run.trace for run in self.data.runs if run.trace), None)
+
+    @property
+    def total_ms(self) -> float:
+        return sum(run.total_ms for run in self.data.runs)
+
+    def op_types(self, rank: int | None = None) -> list:
+        """Op-type rows of one rank (the first when None), longest total first (or by name)."""
+        run = self._run(rank)
+        if run is None:
+            return []
+        if self.order == "name":
+            return sorted(run.op_types, key=lambda row: row.op_type)
+        return sorted(run.op_types, key=lambda row: (-row.total_ms, row.op_type))
+
+    def ops(self, rank: int | None = None) -> list:
+        """Op rows of one rank (the first when None), longest total first (or by name)."""
+        run = self._run(rank)
+        if run is None:
+            return []
+        if self.order == "name":
+            return sorted(run.ops, key=lambda row: row.full_name)
+        return sorted(run.ops, key=lambda row: (-row.total_ms, row.full_name))
+
+    def _run(self, rank: int | None):
+        if not self.data.runs:
+            return None
+        if rank is None:
+            return self.data.runs[0]
+        return next((run for run in self.data.runs if run.rank == rank), None)
+
+    def __repr__(self) -> str:
+        from ..views.profile import text_profile
+
+        return text_profile(self)
+
+    def _repr_html_(self) -> str:
+        from ..views.profile import html_profile
+
+        return html_profile(self)
+
+
+class ComparisonReport:
+    """Two profiles side by side: per op type and per op, before / after and the speed-up."""
+
+    def __init__(self, comparison: Comparison, top: int = _TOP, order: str = "change") -> None:
+        self.comparison, self.top = comparison, top
+        if order == "name":
+            comparison.op_types.sort(key=lambda change: change.name)
+            comparison.ops.sort(key=lambda change: change.name)
+
+    def __repr__(self) -> str:
+        from ..views.profile import text_comparison
+
+        return text_comparison(self.comparison, self.top)
+
+    def _repr_html_(self) -> str:
+        from ..views.profile import html_comparison
+
+        return html_comparison(self.comparison, self.top)
+
+
+def _as_data(profile: Any) -> ProfileData:
+    if isinstance(profile, ProfileReport):
+        return profile.data
+    if isinstance(profile, Profile):
+        if profile.report is None:
+            raise InvalidValueError("this profile has not finished yet; compare it after its block or cell.")
+        return profile.report.data
+    if isinstance(profile, ProfileData):
+        return profile
+    if isinstance(profile, (str, os.PathLike)):
+        return read_profile(profile)
+    raise InvalidValueError(
+        f"cannot compare a {type(profile).__name__}; give a profile directory, a report or a msdebug.profile()."
+    )
+
+
+def open_profile(path: str | os.PathLike, top: int = _TOP, order: str = "time") -> ProfileReport:
+    """The report of any profiler output directory (also a cluster copy with ``rank_*`` inside)."""
+    return ProfileReport(read_profile(path), top=_check_top(top), order=order)
+
+
+def compare_profiles(before: Any, after: Any, top: int = _TOP, order: str = "change") -> ComparisonReport:
+    """Per op type and per op: time before and after, speed-up, new and vanished ops.
+
+    ``before`` and ``after`` are directories, reports or finished :func:`profile` objects;
+    rows come biggest change first, or by name with ``order="name"``.
+    """
+    if order not in ("change", "name"):
+        raise InvalidValueError(f"order must be 'change' or 'name', got {order!r}.")
+    return ComparisonReport(compare(_as_data(before), _as_data(after)), top=_check_top(top), order=order)
+
+
+def _check_order(order: Any) -> str:
+    if order not in ("time", "name"):
+        raise InvalidValueError(f"order must be 'time' (longest first) or 'name', got {order!r}.")
+    return order
+
+
+def _check_top(top: Any) -> int:
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 1000:
+        raise InvalidValueError(f"top must be a whole number from 1 to 1000, got {top!r}.")
+    return top
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def parse_steps(steps: Any) -> tuple[int, int] | None:
+    """``"2:5"``, ``(2, 5)`` or ``range(2, 5)`` -> ``(2, 5)``: steps 2, 3 and 4 (counted from 0)."""
+    if steps is None or steps == "":
+        return None
+    if isinstance(steps, range) and steps.step == 1:
+        start, stop = steps.start, steps.stop
+    elif isinstance(steps, (tuple, list)) and len(steps) == 2:
+        start, stop = steps
+    elif isinstance(steps, str) and re.fullmatch(r"\s*\d*\s*:\s*\d+\s*", steps):
+        head, tail = steps.split(":")
+        start, stop = int(head or 0), int(tail)
+    else:
+        raise InvalidValueError(
+            f"steps must be START:STOP (steps START .. STOP-1, counted from 0), e.g. 2:5; got {steps!r}."
+        )
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, stop)) or not 0 <= start < stop:
+        raise InvalidValueError(f"steps needs 0 <= START < STOP, got {start!r}:{stop!r}.")
+    return start, stop
+
+
+_active: list[Profile] = []  # the innermost running profile(), for msdebug.step()
+
+
+def step() -> None:
+    """Mark the end of a step of the innermost running :func:`profile` (no-op outside one)."""
+    if _active:
+        _active[-1].step()
+
+
+# --------------------------------------------------------------------------- silence
+
+
+@contextlib.contextmanager
+def _silenced(keep: list[str], verbose: bool) -> Iterator[None]:
+    """Everything MindSpore's profiler prints while inside goes to ``keep`` instead of the cell."""
+    if verbose:
+        yield
+        return
+    import wurlitzer
+
+    from ..backend.profiler import quiet_logs
+
+    sink = tempfile.TemporaryFile()
+    logs = io.StringIO()
+    saved = sys.stdout, sys.stderr
+    for stream in saved:
+        with contextlib.suppress(Exception):
+            stream.flush()
+    # A forked parser child writes through its copy of sys.stdout: make that fd 1, which the
+    # child inherits, so its progress bar lands in the sink as well.
+    text = io.TextIOWrapper(open(os.dup(sink.fileno()), "wb"), encoding="utf-8", write_through=True)
+    try:
+        with wurlitzer.pipes(stdout=sink, stderr=sink, encoding=None), quiet_logs(logs):
+            sys.stdout = sys.stderr = text
+            try:
+                yield
+            finally:
+                sys.stdout, sys.stderr = saved
+                text.flush()
+    finally:
+        text.close()
+        sink.seek(0)
+        keep.append(sink.read().decode("utf-8", "replace") + logs.getvalue())
+        sink.close()
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+class _Interruptible:
+    """Keeps Python's SIGINT handler in place while a profile runs, and puts back what was there.
+
+    Once MindSpore 2.10 has run an op it installs its own C-level SIGINT handler (again at every
+    GRAPH run), and that handler terminates the process: a Jupyter interrupt would kill the
+    kernel and lose the profile. Python's handler is put back at the start and at every step
+    mark, so an interrupt between ops raises KeyboardInterrupt in the cell instead.
+    """
+
+    def __init__(self) -> None:
+        self._saved = None
+        self._libc = None
+
+    def __enter__(self) -> _Interruptible:
+        import ctypes
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        try:
+            self._libc = ctypes.CDLL(None, use_errno=True)
+            saved = ctypes.create_string_buffer(512)  # struct sigaction is 152 bytes on Linux x86-64
+            if self._libc.sigaction(signal.SIGINT, None, saved) == 0:
+                self._saved = saved
+        except (OSError, AttributeError):
+            self._libc = None
+        self.refresh()
+        return self
+
+    def refresh(self) -> None:
+        import signal
+        import threading
+
+        if self._libc is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.getsignal(signal.SIGINT))
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._libc is not None and self._saved is not None:
+            self._libc.sigaction(signal.SIGINT, self._saved, None)
+
+
+# --------------------------------------------------------------------------- profile()
+
+
+def _new_output(output: str | os.PathLike | None) -> Path:
+    if output is None:
+        base = Path("msprofile").absolute()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for number in range(1000):
+            candidate = base / (stamp if number == 0 else f"{stamp}-{number}")
+            if not candidate.exists():
+                break
+    else:
+        candidate = Path(output).expanduser().absolute()
+        if candidate.exists() and (not candidate.is_dir() or any(candidate.iterdir())):
+            raise InvalidValueError(
+                f"output {output} exists and is not an empty directory; msdebug never writes over a profile: "
+                "give a new directory."
+            )
+    try:
+        candidate.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InvalidValueError(f"output {candidate}: cannot create it ({error.strerror}).") from None
+    return candidate
+
+
+class Profile:
+    """A running profile; see :func:`profile`."""
+
+    def __init__(
+        self,
+        steps: Any = None,
+        output: str | os.PathLike | None = None,
+        timeline: bool = False,
+        top: int = _TOP,
+        verbose: bool = False,
+        busy: Callable[[str], Any] | None = None,
+        order: str = "time",
+    ) -> None:
+        self.range = parse_steps(steps)
+        self.order = _check_order(order)
+        self.top = _check_top(top)
+        self.timeline, self.verbose = bool(timeline), bool(verbose)
+        self._output_arg = output
+        self._busy = busy
+        self.output: Path | None = None
+        self.report: ProfileReport | None = None
+        self.note = ""  # the one line shown before the run, if any
+        self._log: list[str] = []
+        self._session = None
+        self._number = 0
+        self._begin = 0
+        self._marks: list[tuple[int, int, int]] = []
+        self._mode = ""
+        self._first_of_process = False
+        self._interruptible = _Interruptible()
+        self._extra_notes: list[str] = []
+
+    # ---- lifecycle
+
+    def __enter__(self) -> Profile:
+        from ..backend import profiler
+
+        self.output = _new_output(self._output_arg)
+        if profiler.env_profiler_running():
+            self._extra_notes.append("MS_PROFILER_OPTIONS is profiling this whole process as well.")
+        self.note = profiler.device_note()
+        self._first_of_process = bool(self.note)
+        self._mode = profiler.execution_mode()
+        with _silenced(self._log, self.verbose):
+            self._session = profiler.open_session(str(self.output), analyse=self.timeline)
+        self._number = 0
+        if self.range is None or self.range[0] == 0:
+            self._start()
+        _active.append(self)
+        self._interruptible.__enter__()
+        self._begin = time.time_ns()
+        return self
+
+    def step(self) -> None:
+        """End the current step (and start or stop recording at the range's edges)."""
+        now = time.time_ns()
+        self._interruptible.refresh()
+        if self._session is not None and self._session.running:
+            self._marks.append((self._number, self._begin, now))
+        self._number += 1
+        if self.range is not None and self._session is not None:
+            if self._number == self.range[1] and self._session.running:
+                self._stop()
+            elif self._number == self.range[0] and not self._session.running and not self._marks:
+                self._start()
+        self._begin = time.time_ns()
+
+    def __exit__(self, kind, error, tb) -> bool:
+        now = time.time_ns()
+        try:
+            if self._session is not None and self._session.running:
+                # Unmarked code is one step, and so is a step cut short by an error; after marked
+                # steps, the tail past the last mark is no step.
+                if self._number == 0 or kind is not None:
+                    self._marks.append((self._number, self._begin, now))
+                self._stop()
+        finally:
+            self._interruptible.__exit__()
+            if self in _active:
+                _active.remove(self)
+            self._finish(kind, error)
+        return False
+
+    def _start(self) -> None:
+        with _silenced(self._log, self.verbose):
+            try:
+                self._session.start()
+            except (RuntimeError, TypeError, ValueError) as error:
+                raise ProfilerError(f"MindSpore's profiler did not start: {str(error).splitlines()[0]}") from None
+
+    def _stop(self) -> None:
+        busy = self._busy("analysing the profile for the timeline") if self._busy and self.timeline else None
+        with busy if busy is not None else contextlib.nullcontext(), _silenced(self._log, self.verbose):
+            self._session.stop()
+
+    def _finish(self, kind, error) -> None:
+        partial = kind is not None
+        reason = ""
+        if partial:
+            reason = "interrupted" if issubclass(kind, KeyboardInterrupt) else f"{kind.__name__}: {error}"
+        marks = {
+            "steps": self._marks,
+            "partial": partial,
+            "error": reason.splitlines()[0] if reason else "",
+            "mode": self._mode,
+            "first_of_process": self._first_of_process,
+        }
+        with open(self.output / STEPS_FILE, "x", encoding="utf-8") as handle:
+            json.dump(marks, handle)
+        notes = list(self._extra_notes)
+        if partial:
+            notes.insert(0, f"partial: the profiled code stopped early ({marks['error']}); showing what was recorded.")
+        if self.range is not None and len(self._marks) < self.range[1] - self.range[0]:
+            notes.append(
+                f"asked for steps {self.range[0]}:{self.range[1]} but the code ran {self._number + 1} step(s) "
+                f"({len(self._marks)} recorded); mark steps with msdebug.step() or prof.step()."
+            )
+        if not find_runs(self.output):
+            self.report = None
+            if not partial:
+                raise ProfilerError(
+                    f"the profiler wrote nothing under {self.output}: no recorded step ran an op "
+                    f"({len(self._marks)} step(s) recorded)."
+                )
+            return
+        self.report = ProfileReport(
+            read_profile(self.output),
+            top=self.top,
+            log="".join(self._log),
+            notes=tuple(notes),
+            timeline=self.timeline,
+            order=self.order,
+        )
+
+
+def profile(
+    steps: Any = None,
+    output: str | os.PathLike | None = None,
+    timeline: bool = False,
+    top: int = _TOP,
+    verbose: bool = False,
+    order: str = "time",
+) -> Profile:
+    """Profile the ops a block runs; ``prof.report`` is the inline report afterwards.
+
+    Parameters
+    ----------
+    steps : str, tuple or range, optional
+        ``"2:5"`` records steps 2, 3 and 4 (counted from 0); steps end at each :func:`step` /
+        ``prof.step()``. Without it the whole block is recorded, as one step when unmarked.
+    output : path, optional
+        A new (or empty) directory for MindSpore's files; default ``./msprofile/<time>``.
+    timeline : bool
+        Also analyse, which writes the Chrome trace (``trace_view.json``; about a second more).
+    top : int
+        How many single ops the report lists before folding the rest.
+    verbose : bool
+        Let MindSpore's own output (progress bar, log lines) through instead of keeping it in ``report.log``.
+    order : {"time", "name"}
+        Table rows longest first, or by name (stable between runs).
+    """
+    return Profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose, order=order)
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+def _callback_base() -> type:
+    from ..backend.profiler import callback_class
+
+    return callback_class()
+
+
+class _RangeCallback:
+    """Shared body of :class:`ProfileSteps` and :class:`ProfileEpochs` (a Callback once built)."""
+
+    unit = "step"
+
+    def _setup(self, start: int, stop: int, output, timeline: bool, top: int, verbose: bool) -> None:
+        # 1-based and inclusive, like Model.train's cur_step_num and the guide's StopAtStep.
+        for name, value in (("start", start), ("stop", stop)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidValueError(f"{name} must be a {self.unit} number from 1 (Model.train counts from 1).")
+        if stop < start:
+            raise InvalidValueError(f"stop ({stop}) must be >= start ({start}): {self.unit}s start..stop are recorded.")
+        self.start, self.stop = start, stop
+        self.profile = Profile(output=output, timeline=timeline, top=_check_top(top), verbose=verbose)
+        self.report: ProfileReport | None = None
+        self._entered = False
+        self._count = 0
+
+    def _begin(self, number: int) -> None:
+        if number == self.start and not self._entered:
+            self._entered = True
+            self.profile.__enter__()
+        elif self._entered and self.profile._session.running:
+            self.profile._begin = time.time_ns()
+
+    def _end(self, number: int) -> None:
+        if not self._entered or self.profile._session is None or not self.profile._session.running:
+            return
+        if number == self.stop:
+            self.profile._marks.append((number - 1, self.profile._begin, time.time_ns()))
+            self.profile._number = number - 1
+            self._close(None, None)
+        else:
+            self.profile._marks.append((number - 1, self.profile._begin, time.time_ns()))
+
+    def _close(self, kind, error) -> None:
+        if self.profile._session.running:
+            self.profile._stop()
+        if self.profile in _active:
+            _active.remove(self.profile)
+        self.profile._finish(kind, error)
+        self.report = self.profile.report
+
+    def on_train_end(self, run_context) -> None:  # noqa: D102 - MindSpore's Callback protocol
+        # Training ended inside the range (fewer steps than asked): report what was recorded.
+        if self._entered and self.report is None and self.profile._session is not None:
+            self._close(None, None)
+
+
+def _build(kind: str):
+    base = _callback_base()
+
+    class ProfileStepsCallback(_RangeCallback, base):
+        """Record training steps ``start`` .. ``stop`` (1-based, inclusive) of ``Model.train``
+        (non-sink mode; for sink mode use :class:`ProfileEpochs`). ``cb.report`` afterwards."""
+
+        unit = "step"
+
+        def __init__(
+            self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
+        ) -> None:
+            base.__init__(self)
+            self._setup(start, stop, output, timeline, top, verbose)
+
+        def on_train_step_begin(self, run_context) -> None:  # noqa: D102
+            self._begin(run_context.original_args().cur_step_num)
+
+        def on_train_step_end(self, run_context) -> None:  # noqa: D102
+            self._end(run_context.original_args().cur_step_num)
+
+    class ProfileEpochsCallback(_RangeCallback, base):
+        """Record epochs ``start`` .. ``stop`` (1-based, inclusive): the only boundary data-sink
+        mode offers. ``cb.report`` afterwards."""
+
+        unit = "epoch"
+
+        def __init__(
+            self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
+        ) -> None:
+            base.__init__(self)
+            self._setup(start, stop, output, timeline, top, verbose)
+
+        def on_train_epoch_begin(self, run_context) -> None:  # noqa: D102
+            self._begin(run_context.original_args().cur_epoch_num)
+
+        def on_train_epoch_end(self, run_context) -> None:  # noqa: D102
+            self._end(run_context.original_args().cur_epoch_num)
+
+    return ProfileStepsCallback if kind == "steps" else ProfileEpochsCallback
+
+
+def ProfileSteps(start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False):
+    """A ``Model.train`` callback recording steps ``start`` .. ``stop`` (1-based, inclusive).
+
+    A factory, because its class derives from MindSpore's ``Callback``, imported only when asked.
+    """
+    return _build("steps")(start, stop, output=output, timeline=timeline, top=top, verbose=verbose)
+
+
+def ProfileEpochs(start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False):
+    """A ``Model.train`` callback recording epochs ``start`` .. ``stop`` (1-based, inclusive), for sink mode."""
+    return _build("epochs")(start, stop, output=output, timeline=timeline, top=top, verbose=verbose)
+
+
+# --------------------------------------------------------------------------- option tables
+
+
+@dataclass(frozen=True)
+class _Field:
+    kind: str  # bool, int, str, path, list, enum, level
+    allowed: tuple = ()
+    ascend: bool = False
+    needs_op_time: bool = False
+    note: str = ""
+
+
+_AIC_INT = (-1, 0, 1, 2, 3, 4, 5)
+_AIC_NAMES = (
+    "AiCoreNone",
+    "PipeUtilization",
+    "ArithmeticUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+    "MemoryAccess",
+)
+_LEVELS = ("LevelNone", "Level0", "Level1", "Level2")
+_ACTIVITIES = ("CPU", "NPU", "GPU")
+_HOST_SYS = ("cpu", "mem", "disk", "network", "osrt")
+
+# MS_PROFILER_OPTIONS: the guide's fields, then the 2.10 profile() parameters it also reads.
+OPTION_FIELDS: dict[str, _Field] = {
+    "start": _Field("bool", note="required: true starts profiling at import mindspore"),
+    "output_path": _Field("path"),
+    "op_time": _Field("bool"),
+    "profile_memory": _Field("bool", ascend=True, needs_op_time=True),
+    "profile_communication": _Field("bool", ascend=True, needs_op_time=True),
+    "aicore_metrics": _Field("int", _AIC_INT, ascend=True, needs_op_time=True),
+    "l2_cache": _Field("bool", ascend=True),
+    "timeline_limit": _Field("positive", needs_op_time=True),
+    "data_process": _Field("bool"),
+    "parallel_strategy": _Field("bool"),
+    "profile_framework": _Field("enum", ("all", "time", None)),
+    "profiler_level": _Field("enum", _LEVELS),
+    "activities": _Field("list", _ACTIVITIES),
+    "aic_metrics": _Field("enum", _AIC_NAMES, ascend=True),
+    "with_stack": _Field("bool"),
+    "data_simplification": _Field("bool"),
+    "record_shapes": _Field("bool"),
+    "export_type": _Field("list", ("text", "db")),
+    "mstx": _Field("bool", ascend=True),
+    "sync_enable": _Field("bool"),
+    "hbm_ddr": _Field("bool", ascend=True),
+    "pcie": _Field("bool", ascend=True),
+    "sys_io": _Field("bool", ascend=True),
+    "sys_interconnection": _Field("bool", ascend=True),
+    "host_sys": _Field("subset", _HOST_SYS, ascend=True),
+    "start_profile": _Field("bool"),
+}
+
+# profiler_config.json of DynamicProfilerMonitor: the guide's fields, then the ones 2.10 writes.
+CONFIG_FIELDS: dict[str, _Field] = {
+    "start_step": _Field("step"),
+    "stop_step": _Field("step"),
+    "aicore_metrics": _Field("int", _AIC_INT, ascend=True),
+    "profiler_level": _Field("level", (-1, 0, 1, 2, *_LEVELS)),
+    "profile_framework": _Field("int", (-1, 0, 1)),
+    "analyse_mode": _Field("int", (-1, 0, 1)),
+    "profile_communication": _Field("bool", ascend=True),
+    "parallel_strategy": _Field("bool"),
+    "with_stack": _Field("bool"),
+    "data_simplification": _Field("bool"),
+    "aic_metrics": _Field("enum", (*_AIC_NAMES, "None"), ascend=True),
+    "activities": _Field("list", _ACTIVITIES),
+    "export_type": _Field("list", ("text", "db")),
+    "profile_memory": _Field("bool", ascend=True),
+    "mstx": _Field("bool", ascend=True),
+    "l2_cache": _Field("bool", ascend=True),
+    "analyse": _Field("bool", note="true also writes the Chrome trace"),
+    "record_shapes": _Field("bool"),
+    "prof_path": _Field("str"),
+    "mstx_domain_include": _Field("strings", ascend=True),
+    "mstx_domain_exclude": _Field("strings", ascend=True),
+    "host_sys": _Field("subset", _HOST_SYS, ascend=True),
+    "sys_io": _Field("bool", ascend=True),
+    "sys_interconnection": _Field("bool", ascend=True),
+    "is_valid": _Field("bool", note="MindSpore ignores the file until this is true"),
+}
+
+
+def _check_field(where: str, name: str, value: Any, spec: _Field) -> None:
+    def fail(allowed: str) -> None:
+        raise ProfilerOptionsError(f"{where}: {name} must be {allowed}, got {value!r}.")
+
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if spec.kind == "bool" and not isinstance(value, bool):
+        fail("true or false")
+    elif spec.kind == "int" and (not is_int or value not in spec.allowed):
+        fail("one of " + ", ".join(map(str, spec.allowed)))
+    elif spec.kind == "step" and (not is_int or value < -1):
+        fail("a step number from 1, or -1 for never")
+    elif spec.kind == "positive" and (not is_int or value < 1):
+        fail("a whole number of MB from 1")
+    elif spec.kind == "str" and not isinstance(value, str):
+        fail("a string")
+    elif spec.kind == "path" and (not isinstance(value, str) or not os.path.isabs(value)):
+        fail("an absolute path (MindSpore resolves it in the training process, not here)")
+    elif spec.kind in ("enum", "level") and value not in spec.allowed:
+        fail("one of " + ", ".join("null" if item is None else repr(item) for item in spec.allowed))
+    elif spec.kind in ("list", "subset"):
+        items = value if isinstance(value, list) else None
+        if items is None or (spec.kind == "list" and not items) or any(item not in spec.allowed for item in items):
+            fail(("a non-empty list of " if spec.kind == "list" else "a list of ") + ", ".join(map(repr, spec.allowed)))
+    elif spec.kind == "strings" and (not isinstance(value, list) or not all(isinstance(i, str) for i in value)):
+        fail("a list of strings")
+
+
+def _check_fields(where: str, values: Mapping[str, Any], table: Mapping[str, _Field]) -> list[str]:
+    """Raise on the first bad field; return the notes on fields that apply only on Ascend."""
+    for name, value in values.items():
+        if name not in table:
+            raise ProfilerOptionsError(
+                f"{where}: unknown field {name!r}{did_you_mean(name, table)} (fields: {', '.join(table)})."
+            )
+        _check_field(where, name, value, table[name])
+    if "op_time" in table and values.get("op_time", True) is False:
+        for name, spec in table.items():
+            if spec.needs_op_time and name in values and values[name] not in (False, -1, 0):
+                raise ProfilerOptionsError(f"{where}: {name} needs op_time true, but op_time is false.")
+    start, stop = values.get("start_step"), values.get("stop_step")
+    if isinstance(start, int) and isinstance(stop, int) and -1 not in (start, stop) and stop < start:
+        raise ProfilerOptionsError(f"{where}: stop_step ({stop}) must be >= start_step ({start}).")
+    if (start == -1) != (stop == -1) and start is not None and stop is not None:
+        raise ProfilerOptionsError(f"{where}: start_step and stop_step must both be -1 (off) or both be steps.")
+    if start == 0 or stop == 0:
+        raise ProfilerOptionsError(f"{where}: steps count from 1 (the first training step is 1); 0 never matches.")
+    return [
+        f"{name} applies only on Ascend; on CPU it is ignored."
+        for name, spec in table.items()
+        if spec.ascend and name in values and values[name] not in (False, -1, None, [], "AiCoreNone", "None")
+    ]
+
+
+# --------------------------------------------------------------------------- MS_PROFILER_OPTIONS
+
+
+@dataclass
+class ProfilerOptions:
+    """A validated ``MS_PROFILER_OPTIONS`` and what it does in this process."""
+
+    values: dict
+    applied: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def json(self) -> str:
+        return json.dumps(self.values, separators=(", ", ": "))
+
+    @property
+    def first_cell(self) -> str:
+        """The first cell of a fresh kernel that profiles it from the start."""
+        return f"%env MS_PROFILER_OPTIONS={self.json}\nimport mindspore"
+
+    def __repr__(self) -> str:
+        from ..views.profile import text_options
+
+        return text_options(self)
+
+    def _repr_html_(self) -> str:
+        from ..views.profile import html_options
+
+        return html_options(self)
+
+
+def profiler_options(apply: bool = True, **values: Any) -> ProfilerOptions:
+    """Validate ``MS_PROFILER_OPTIONS`` (method 2 of the profiler guide) and set it.
+
+    MindSpore reads it once, at ``import mindspore``, and then profiles until the process exits;
+    when MindSpore is already imported here the result says so and gives the first cell of a
+    fresh kernel instead. ``apply=False`` only validates.
+    """
+    from ..backend import is_imported
+
+    if "start" not in values:
+        raise ProfilerOptionsError("MS_PROFILER_OPTIONS: start is required (true to profile, false to not).")
+    notes = _check_fields("MS_PROFILER_OPTIONS", values, OPTION_FIELDS)
+    result = ProfilerOptions(values=dict(values), applied=False, notes=notes)
+    if apply:
+        os.environ["MS_PROFILER_OPTIONS"] = result.json
+        result.applied = True
+        if is_imported():
+            result.notes.insert(
+                0,
+                "MindSpore is already imported in this process and reads MS_PROFILER_OPTIONS only at import: "
+                "it takes effect in a fresh kernel whose first cell is shown below.",
+            )
+    result.notes.append(
+        "it profiles from import mindspore to the end of the process; the files appear when the kernel shuts down."
+    )
+    return result
+
+
+# --------------------------------------------------------------------------- dynamic profile
+
+
+def check_config(values: Any, where: str = "profiler_config.json") -> list[str]:
+    """Validate a ``profiler_config.json`` dictionary; returns the Ascend-only notes."""
+    if not isinstance(values, dict):
+        raise ProfilerOptionsError(f"{where}: must hold a JSON object, got {type(values).__name__}.")
+    for name in ("start_step", "stop_step"):
+        if name not in values:
+            raise ProfilerOptionsError(f"{where}: {name} is required (a step from 1, or -1 for never).")
+    return _check_fields(where, values, CONFIG_FIELDS)
+
+
+def read_config(path: str | os.PathLike) -> dict:
+    """A ``profiler_config.json``, parsed and validated."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(1 << 20)
+    except OSError as error:
+        raise ProfilerOptionsError(f"{path}: cannot read it ({error.strerror}).") from None
+    try:
+        values = json.loads(text)
+    except ValueError as error:
+        raise ProfilerOptionsError(f"{path.name}: not JSON ({error.msg} at line {error.lineno}).") from None
+    check_config(values, path.name)
+    return values
+
+
+class DynamicProfile:
+    """MindSpore's ``DynamicProfilerMonitor`` (method 3 of the guide) with its config file at hand.
+
+    ``dp.callback`` goes into ``Model.train(callbacks=[...])``; in a hand-written loop call
+    ``dp.step()`` once per step. ``dp.edit(start_step=2, stop_step=3)`` validates and rewrites
+    ``profiler_config.json``; the monitor's poller picks it up within ``poll_interval`` seconds.
+    ``dp.report()`` reads what it recorded.
+    """
+
+    def __init__(self, cfg_path: str, output_path: str, poll_interval: int, verbose: bool) -> None:
+        from ..backend.profiler import dynamic_monitor
+
+        self.cfg_path, self.output_path, self.poll_interval = Path(cfg_path), Path(output_path), poll_interval
+        self.verbose = verbose
+        self.log: list[str] = []
+        with _silenced(self.log, verbose):
+            self.callback = dynamic_monitor(str(self.cfg_path), str(self.output_path), poll_interval)
+        self._wrap_callback()
+
+    @property
+    def config_path(self) -> Path:
+        return self.cfg_path / "profiler_config.json"
+
+    @property
+    def config(self) -> dict:
+        return read_config(self.config_path)
+
+    def _wrap_callback(self) -> None:
+        # MindSpore prints "[Dynamic Profiler] ..." at every start and stop: keep it in dp.log.
+        monitor = self.callback
+        for name in ("step_begin", "step_end", "on_train_step_begin", "on_train_step_end", "step"):
+            original = getattr(monitor, name, None)
+            if original is None:
+                continue
+
+            def quiet(*args, _original=original, **kwargs):
+                with _silenced(self.log, self.verbose):
+                    return _original(*args, **kwargs)
+
+            setattr(monitor, name, quiet)
+
+    def edit(self, **changes: Any) -> dict:
+        """Validate the config with ``changes`` applied and write it (``is_valid`` defaults to true)."""
+        values = read_config(self.config_path) if self.config_path.exists() else {}
+        values.update(changes)
+        values.setdefault("is_valid", True)
+        if "is_valid" not in changes:
+            values["is_valid"] = True
+        check_config(values, self.config_path.name)
+        temporary = self.config_path.with_name(self.config_path.name + ".msdebug-new")
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(values, handle, indent=4)
+        # One rename: the poller never reads a half-written file.
+        os.replace(temporary, self.config_path)
+        return values
+
+    def step(self) -> None:
+        """Mark one step of a hand-written loop."""
+        self.callback.step()
+
+    def runs(self) -> list[Path]:
+        """The ``rank<N>_start<a>_stop<b>`` folders written so far."""
+        if not self.output_path.is_dir():
+            return []
+        return sorted(path for path in self.output_path.iterdir() if path.is_dir() and find_runs(path))
+
+    def report(self, top: int = _TOP) -> ProfileReport:
+        """The report of the latest recorded range."""
+        runs = self.runs()
+        if not runs:
+            raise ProfilerError(
+                f"nothing recorded under {self.output_path} yet: set start_step/stop_step with dp.edit(), wait "
+                f"{self.poll_interval} s for the monitor to read it, then run those steps."
+            )
+        latest = max(runs, key=lambda path: path.stat().st_mtime)
+        return ProfileReport(read_profile(latest), top=_check_top(top), log="".join(self.log))
+
+    def close(self) -> None:
+        """Stop the monitor's poller process."""
+        clean = getattr(self.callback, "_clean_resource", None)
+        if clean is not None:
+            with _silenced(self.log, self.verbose):
+                clean()
+
+    def __repr__(self) -> str:
+        return f"DynamicProfile(config={str(self.config_path)!r}, output={str(self.output_path)!r})"
+
+
+def dynamic_profile(
+    cfg_path: str | os.PathLike = "./dyn_cfg",
+    output_path: str | os.PathLike = "./dyn_profile_data",
+    poll_interval: int = 2,
+    verbose: bool = False,
+) -> DynamicProfile:
+    """Start MindSpore's ``DynamicProfilerMonitor`` with its ``profiler_config.json`` in ``cfg_path``."""
+    if isinstance(poll_interval, bool) or not isinstance(poll_interval, int) or poll_interval < 1:
+        raise InvalidValueError(f"poll_interval must be a whole number of seconds from 1, got {poll_interval!r}.")
+    cfg = Path(cfg_path).expanduser().absolute()
+    config = cfg / "profiler_config.json"
+    if config.exists():
+        read_config(config)  # a bad file is reported now, not silently ignored by the monitor
+    return DynamicProfile(str(cfg), str(Path(output_path).expanduser().absolute()), poll_interval, verbose)

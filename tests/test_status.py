@@ -1,0 +1,306 @@
+"""The ``msdebug`` comm behind JupyterLab's status bar, in a real kernel.
+
+The test plays the front end: it opens a comm from the client side (a ``comm_open`` on
+the shell channel, as JupyterLab's ``kernel.createComm`` does), sends commands on it, and
+reads the ``comm_msg`` messages the kernel publishes on iopub.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from msdebug.views.status import PROTOCOL, reply_message, state_message, unloaded_state
+
+from helpers import Kernel
+
+pytestmark = pytest.mark.kernel
+
+
+class Frontend:
+    """One kernel and the comm a front end opened to it."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.comm_id = ""
+
+    def _collect(self, msg_id: str, timeout: float = 300) -> list[dict]:
+        """Every iopub message of one request, until the kernel is idle again."""
+        messages = []
+        while True:
+            msg = self.kernel.client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return messages
+            messages.append(msg)
+
+    def _request(self, msg_type: str, content: dict) -> list[dict]:
+        client = self.kernel.client
+        msg = client.session.msg(msg_type, content)
+        client.shell_channel.send(msg)
+        return self._collect(msg["header"]["msg_id"])
+
+    def open(self) -> list[dict]:
+        """Open a comm to the ``msdebug`` target; returns what the kernel sent on it."""
+        self.comm_id = uuid.uuid4().hex
+        sent = self._request("comm_open", {"comm_id": self.comm_id, "target_name": "msdebug", "data": {"protocol": 1}})
+        return self.mine(sent)
+
+    def command(self, request_id: int, action: str, **fields) -> list[dict]:
+        data = {"protocol": PROTOCOL, "kind": "command", "id": request_id, "action": action, **fields}
+        return self.mine(self._request("comm_msg", {"comm_id": self.comm_id, "data": data}))
+
+    def run(self, code: str) -> tuple[list[dict], list[dict]]:
+        """Run a cell; returns the messages on this comm and all iopub messages of the cell."""
+        msg_id = self.kernel.client.execute(code)
+        messages = self._collect(msg_id)
+        reply = self.kernel.client.get_shell_msg(timeout=300)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kernel.client.get_shell_msg(timeout=300)
+        assert reply["content"]["status"] == "ok", messages
+        return self.mine(messages), messages
+
+    def mine(self, messages: list[dict]) -> list[dict]:
+        """The data of every comm_msg on this front end's comm."""
+        return [
+            m["content"]["data"]
+            for m in messages
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == self.comm_id
+        ]
+
+
+def states(sent: list[dict]) -> list[dict]:
+    return [m["state"] for m in sent if m["kind"] == "state"]
+
+
+@pytest.fixture(scope="module")
+def frontend():
+    """One kernel for the module: msdebug loaded, MindSpore imported, a front end connected."""
+    kernel = Kernel()
+    front = Frontend(kernel)
+    try:
+        yield front
+    finally:
+        kernel.close()
+
+
+def test_loading_opens_a_comm_and_connecting_sends_the_state(frontend):
+    _, messages = frontend.run("%load_ext msdebug")
+    opened = [m for m in messages if m["msg_type"] == "comm_open"]
+    assert [m["content"]["target_name"] for m in opened] == ["msdebug"]
+    first = opened[0]["content"]["data"]
+    assert first["protocol"] == PROTOCOL and first["kind"] == "state"
+    # MindSpore is not imported yet: the state says so without importing it.
+    assert first["state"]["mindspore"] is None
+    assert first["state"]["installed"]
+
+    sent = frontend.open()
+    assert len(sent) == 1 and sent[0]["state"]["mindspore"] is None
+    # Loading and connecting stay cheap: neither the settings nor the key catalog is imported.
+    _, messages = frontend.run("import sys; print(sorted({'msdebug.settings', 'msdebug.keys'} & set(sys.modules)))")
+    assert [m["content"]["text"] for m in messages if m["msg_type"] == "stream"] == ["[]\n"]
+
+    sent, _ = frontend.run("import mindspore")
+    (state,) = states(sent)
+    assert state["mindspore"] == state["installed"]
+    assert (state["mode"], state["device"], state["sync"], state["print_capture"]) == (
+        "PYNATIVE",
+        "CPU:0",
+        False,
+        False,
+    )
+    assert state["summary"].startswith(f"MindSpore {state['mindspore']} · PYNATIVE · CPU:0 · sync off")
+    assert state["first_cell"] == "import mindspore; mindspore.set_device('CPU', 0)"
+
+
+def test_nothing_is_sent_when_nothing_changed(frontend):
+    for code in ("x = 1", "%mscontext mode=pynative", "import mindspore; mindspore.set_context(mode=1)", ""):
+        sent, _ = frontend.run(code)
+        assert sent == [], code
+
+
+@pytest.mark.parametrize(
+    ("code", "mode"),
+    [
+        ("%mscontext mode=graph", "GRAPH"),
+        ("import msdebug; msdebug.set(mode='pynative')", "PYNATIVE"),
+        ("mindspore.set_context(mode=mindspore.GRAPH_MODE)", "GRAPH"),  # behind msdebug's back
+        ("p = msdebug.panel(); p.controls['mode'].value = 'pynative'; p.close()", "PYNATIVE"),
+    ],
+    ids=["magic", "msdebug.set", "raw set_context", "panel"],
+)
+def test_every_kind_of_change_sends_one_message(frontend, code, mode):
+    sent, _ = frontend.run(code)
+    assert [s["mode"] for s in states(sent)] == [mode]
+
+
+def test_a_scoped_cell_shows_while_it_runs_and_its_restore_follows(frontend):
+    sent, _ = frontend.run("%%mscontext mode=graph pynative_synchronize=on\nimport time; time.sleep(0.3)")
+    assert [(s["mode"], s["sync"]) for s in states(sent)] == [("GRAPH", True), ("PYNATIVE", False)]
+
+
+def test_a_loop_of_scoped_settings_sends_few_messages(frontend):
+    code = "for _ in range(200):\n    with msdebug.context(mode='graph'):\n        pass"
+    sent, _ = frontend.run(code)
+    shown = [s["mode"] for s in states(sent)]
+    assert 1 <= len(shown) <= 10
+    assert shown[-1] == "PYNATIVE"  # the end of the cell always sends the final state
+
+
+def test_print_capture_follows_msprint(frontend):
+    sent, _ = frontend.run("%msprint on")
+    assert [s["print_capture"] for s in states(sent)] == [True]
+    sent, _ = frontend.run("%msprint off")
+    assert [s["print_capture"] for s in states(sent)] == [False]
+
+
+def test_commands_go_through_the_validated_path(frontend):
+    sent = frontend.command(1, "set", values={"mode": "graph"})
+    assert reply_message(1) in sent
+    assert [s["mode"] for s in states(sent)] == ["GRAPH"]
+    sent, _ = frontend.run("print(mindspore.get_context('mode'))")
+    sent = frontend.command(2, "set", values={"pynative_synchronize": "on", "mode": "pynative"})
+    assert reply_message(2) in sent
+    assert [(s["mode"], s["sync"]) for s in states(sent)] == [("PYNATIVE", True)]
+    sent = frontend.command(3, "print_capture", value=True)
+    assert reply_message(3) in sent and [s["print_capture"] for s in states(sent)] == [True]
+    frontend.command(4, "set", values={"pynative_synchronize": "off"})
+    frontend.command(5, "print_capture", value=False)
+    _, messages = frontend.run("print(mindspore.get_context('mode'), mindspore.get_context('pynative_synchronize'))")
+    printed = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+    assert printed == "1 False\n"
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"action": "set", "values": {"mode": "fast"}}, "mode"),
+        ({"action": "set", "values": {"mdoe": "graph"}}, "Did you mean 'mode'?"),
+        ({"action": "set", "values": {}}, "expected values"),
+        ({"action": "print_capture", "value": "yes"}, "expected true or false"),
+        ({"action": "reboot"}, "allowed: set, print_capture"),
+    ],
+    ids=["bad value", "typo", "no values", "bad flag", "unknown action"],
+)
+def test_refused_commands_answer_with_one_line_and_change_nothing(frontend, fields, expected):
+    sent = frontend.command(9, **fields)
+    (reply,) = [m for m in sent if m["kind"] == "reply"]
+    assert reply["id"] == 9 and reply["ok"] is False
+    assert expected in reply["error"] and "\n" not in reply["error"]
+    assert states(sent) == []
+
+
+def test_what_is_not_a_command_is_answered_not_raised(frontend):
+    def send(data):
+        return frontend.mine(frontend._request("comm_msg", {"comm_id": frontend.comm_id, "data": data}))
+
+    assert send({"hello": 1}) == [reply_message(None, "msdebug: expected a command message")]
+    (reply,) = send({"protocol": 2, "kind": "command", "id": 11, "action": "set", "values": {"mode": "graph"}})
+    assert reply["id"] == 11 and reply["ok"] is False
+    assert "this kernel speaks protocol 1, the front end 2" in reply["error"]
+    sent, _ = frontend.run("print(mindspore.get_context('mode'))")
+    assert sent == []  # nothing was changed
+
+
+def test_a_front_end_that_closed_its_comm_gets_nothing_more(frontend):
+    gone = frontend.comm_id
+    frontend._request("comm_close", {"comm_id": gone, "data": {}})
+    _, messages = frontend.run("%mscontext mode=graph")
+    assert not [m for m in messages if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == gone]
+    sent = frontend.open()  # a new one gets the state at once
+    assert [s["mode"] for s in states(sent)] == ["GRAPH"]
+    sent, _ = frontend.run("%mscontext mode=pynative")
+    assert [s["mode"] for s in states(sent)] == ["PYNATIVE"]
+
+
+def test_unloading_closes_the_comm_and_drops_the_target(frontend):
+    _, messages = frontend.run("%unload_ext msdebug")
+    closed = [m["content"]["comm_id"] for m in messages if m["msg_type"] == "comm_close"]
+    assert frontend.comm_id in closed
+    # No target any more: a new front end's comm is closed by the kernel at once.
+    frontend.comm_id = uuid.uuid4().hex
+    sent = frontend._request("comm_open", {"comm_id": frontend.comm_id, "target_name": "msdebug", "data": {}})
+    assert [m["msg_type"] for m in sent if m["msg_type"].startswith("comm")] == ["comm_close"]
+    # Loading again registers it again (and a changed context is sent to the new comm).
+    frontend.run("%load_ext msdebug")
+    assert len(frontend.open()) == 1
+    sent, _ = frontend.run("%mscontext mode=graph")
+    assert [s["mode"] for s in states(sent)] == ["GRAPH"]
+
+
+def test_the_views_package_names_what_views_context_renders():
+    """views/__init__ imports views.context lazily (the status bar's views.status must not pull
+    in the key catalog), so it lists the names itself: the same ones."""
+    from msdebug import views
+    from msdebug.views import context
+
+    assert views.__all__ == context.__all__
+    assert all(getattr(views, name) is getattr(context, name) for name in views.__all__)
+
+
+def test_a_terminal_ipython_has_no_comm(ip):
+    from msdebug.ipython import comm
+    from msdebug.views import status
+
+    assert getattr(ip, "kernel", None) is None
+    assert id(ip) not in comm._active
+    assert comm.TARGET == status.TARGET == "msdebug"
+    ip.run_line_magic("mscontext", "mode=graph")  # the listener machinery is not involved
+
+
+# --------------------------------------------------------------------------- the pure view
+
+
+class _Device:
+    target, device_id, started = "CPU", 0, True
+
+    def __str__(self) -> str:
+        return "CPU:0"
+
+
+class _State:
+    """A ContextState as the view sees it (duck typing: views import no models)."""
+
+    version, device, sync, launch_blocking = "2.10.0", _Device(), False, True
+    mode = "GRAPH"
+
+    def summary_parts(self, capture=None) -> dict[str, str]:
+        parts = {
+            "version": "MindSpore 2.10.0",
+            "mode": self.mode,
+            "device": "CPU:0",
+            "sync": "sync on (launch_blocking)",
+        }
+        if capture is not None:
+            parts["capture"] = f"print capture {'on' if capture else 'off'}"
+        return {**parts, "runtime": "runtime started", "changed": "0 changed"}
+
+    def summary(self) -> str:
+        return "MindSpore 2.10.0 · GRAPH · CPU:0 · sync on (launch_blocking) · runtime started"
+
+
+def test_the_state_message_has_what_the_front_end_parses():
+    message = state_message(
+        _State(), print_capture=True, device_fixed="the runtime started", first_cell="import mindspore"
+    )
+    assert message == {
+        "protocol": PROTOCOL,
+        "kind": "state",
+        "state": {
+            "mindspore": "2.10.0",
+            "installed": "2.10.0",
+            "mode": "GRAPH",
+            "device": "CPU:0",
+            "device_fixed": "the runtime started",
+            "sync": True,  # launch_blocking makes it synchronous, for good
+            "sync_fixed": "mindspore.runtime.launch_blocking() was called; it cannot be undone in this process",
+            "runtime_started": True,
+            "print_capture": True,
+            "summary": _State().summary(),
+            "first_cell": "import mindspore",
+        },
+    }
+    assert unloaded_state(None, print_capture=False)["state"]["summary"] == "MindSpore is not installed"
+    assert reply_message("x", "bad") == {"protocol": PROTOCOL, "kind": "reply", "id": -1, "ok": False, "error": "bad"}
