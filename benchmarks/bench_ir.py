@@ -59,6 +59,50 @@ def generate(path: Path, megabytes: int) -> tuple[int, int]:
     return graphs, nodes
 
 
+def generate_empty(path: Path, megabytes: int) -> int:
+    """A file of nothing but empty subgraphs (the shape that once reopened the file per graph)."""
+    graphs = 0
+    with open(path, "w", encoding="utf-8") as out:
+        while out.tell() < megabytes * 1_000_000:
+            out.write(f"subgraph @g{graphs}() {{\n}}\n\n")
+            graphs += 1
+    return graphs
+
+
+def empty_subgraphs(scratch: Path, megabytes: int, runs: int) -> dict:
+    """``msdebug dump FILE --graph NAME`` (the explorer: scan, every node, op counts) against a
+    bare line read of the same file, in the same run; goal: at least 0.05x its throughput and a
+    peak below 20x the file's size (it was 0.01x and 30x: one open per graph)."""
+    from msdebug.dumps.explorer import open_dump
+
+    path = scratch / "empty.ir"
+    graphs = generate_empty(path, megabytes)
+    bare_times, dump_times = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        bare(path)
+        bare_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        repr(open_dump(path).graph(f"g{graphs // 2}", limit=200))
+        dump_times.append(time.perf_counter() - start)
+    tracemalloc.start()
+    repr(open_dump(path).graph(f"g{graphs // 2}", limit=200))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    bare_s, dump_s = statistics.median(bare_times), statistics.median(dump_times)
+    size = path.stat().st_size
+    return {
+        "empty_file_mb": round(size / 1e6, 1),
+        "empty_graphs": graphs,
+        "empty_bare_read_s": round(bare_s, 3),
+        "empty_dump_graph_s": round(dump_s, 3),
+        "empty_throughput_ratio": round(bare_s / dump_s, 3),
+        "empty_goal": 0.05,
+        "empty_peak_memory_mb": round(peak / 1e6, 1),
+        "empty_peak_per_file_mb": round(peak / size, 1),
+    }
+
+
 def bare(path: Path) -> int:
     lines = 0
     with open(path, encoding="utf-8") as handle:
@@ -71,6 +115,7 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100, help="size of the generated file (default 100)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--empty-mb", type=int, default=20, help="size of the file of empty subgraphs (default 20)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="msdebug-bench-ir-") as scratch:
         path = Path(scratch) / "big.ir"
@@ -92,6 +137,8 @@ def main() -> dict:
         start = time.perf_counter()
         detailed = sum(1 for node in ir.graphs[0].nodes if node.scope)
         one_graph = time.perf_counter() - start
+        del ir
+        empty = empty_subgraphs(Path(scratch), args.empty_mb, args.runs) if args.empty_mb else {}
     bare_s, parse_s = statistics.median(bare_times), statistics.median(parse_times)
     result = {
         "file_mb": round(size / 1e6, 1),
@@ -107,6 +154,7 @@ def main() -> dict:
         "peak_memory_mb": round(peak / 1e6, 1),
         "nodes_of_one_graph_s": round(one_graph, 4),
         "nodes_of_one_graph_with_scope": detailed,
+        **empty,
     }
     print(
         f"{result['file_mb']} MB, {lines} lines, {graphs} graphs, {nodes} nodes\n"
@@ -115,6 +163,12 @@ def main() -> dict:
         f"throughput ratio {result['throughput_ratio']}x (goal >= 0.3x); peak memory {result['peak_memory_mb']} MB\n"
         f"every node of one {NODES_PER_GRAPH}-node graph: {one_graph:.4f} s"
     )
+    if empty:
+        print(
+            f"{empty['empty_file_mb']} MB of {empty['empty_graphs']} empty subgraphs: dump --graph "
+            f"{empty['empty_dump_graph_s']} s, bare read {empty['empty_bare_read_s']} s, ratio "
+            f"{empty['empty_throughput_ratio']}x (goal >= 0.05x); peak {empty['empty_peak_memory_mb']} MB"
+        )
     print(json.dumps(result))
     return result
 

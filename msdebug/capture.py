@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from . import interrupts
 from .errors import MsDebugError
 from .printfile import PrintLog
 
@@ -58,25 +59,47 @@ class _FdWriter(io.TextIOBase):
         self._fd = fd
         self.buffer = _FdBuffer(fd)
         self.notes: list[str] = []
-        self._pending: list[str] = []
+        # Each thread's partial line waits apart: print() writes the text and its newline
+        # in two calls, and another thread's line must not land between them.
+        self._pending: dict[int, list[str]] = {}
+        self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._pending.append(text)
+        with self._lock:
+            self._pending.setdefault(threading.get_ident(), []).append(text)
         if "\n" in text:
-            self.flush()
+            self._emit(whole_lines=True)
         return len(text)
 
     def flush(self) -> None:
-        if not self._pending:
-            return
-        data = "".join(self._pending).encode(self.encoding, self.errors)
-        self._pending.clear()
-        note = _synchronize()
-        if note:
-            self.notes.append(note)
-        self.buffer.write(data)
+        if self._pending.get(threading.get_ident()):
+            self._emit(whole_lines=False)
+
+    def _emit(self, whole_lines: bool) -> None:
+        """Write this thread's pending text (up to its last newline) once MindSpore's queue is done."""
+        note = _synchronize()  # not under the lock: MindSpore's own threads may print meanwhile
+        with self._lock:
+            if note:
+                self.notes.append(note)
+            parts = self._pending.pop(threading.get_ident(), [])
+            text = "".join(parts)
+            if whole_lines:
+                cut = text.rfind("\n") + 1
+                text, rest = text[:cut], text[cut:]
+                if rest:
+                    self._pending[threading.get_ident()] = [rest]
+            if text:
+                self.buffer.write(text.encode(self.encoding, self.errors))
+
+    def drain(self) -> None:
+        """Write every thread's pending text to fd 1 now, without waiting for MindSpore's queue."""
+        with self._lock:
+            text = "".join("".join(parts) for parts in self._pending.values())
+            self._pending.clear()
+            if text:
+                self.buffer.write(text.encode(self.encoding, self.errors))
 
     def writable(self) -> bool:
         return True
@@ -187,6 +210,7 @@ def _map(fd: int, size: int) -> memoryview | None:
     return memoryview(pages).cast("B").toreadonly()
 
 
+@interrupts.interruptible
 def _synchronize() -> str:
     """Let queued MindSpore kernels (an async graph's Print) finish; '' or what went wrong.
 
@@ -256,8 +280,11 @@ class _Fd1:
         self.replacement: Any = None
         self._pipes = None
 
+    @interrupts.protected
     def start(self, make_stdout) -> None:
-        """``make_stdout(previous)`` builds the ``sys.stdout`` of the redirection."""
+        """``make_stdout(previous)`` builds the ``sys.stdout`` of the redirection.
+
+        Protected: a Ctrl-C waits until fd 1 and ``sys.stdout`` have both switched."""
         import wurlitzer
 
         with _lock:
@@ -268,15 +295,22 @@ class _Fd1:
             self._pipes.__enter__()
             self.replacement = sys.stdout = replacement
 
+    @interrupts.protected
     def stop(self) -> str:
-        """Undo :meth:`start`; returns a note if finishing MindSpore's queue went wrong."""
-        _flush(self.replacement)
-        note = _synchronize()
-        with _lock:
-            if sys.stdout is self.replacement:
-                sys.stdout = self.stdout
-            self._pipes.__exit__(None, None, None)
-        return note
+        """Undo :meth:`start`; returns a note if finishing MindSpore's queue went wrong.
+
+        Protected, except the wait for MindSpore's queue: Ctrl-C may stop that wait, and
+        both switches are undone all the same (then the interrupt goes on)."""
+        try:
+            _flush(self.replacement)
+            return _synchronize()
+        finally:
+            with _lock:
+                if sys.stdout is self.replacement:
+                    sys.stdout = self.stdout
+                if isinstance(self.replacement, _FdWriter):
+                    self.replacement.drain()  # a thread's partial line, written during the switch
+                self._pipes.__exit__(None, None, None)
 
 
 # --------------------------------------------------------------------------- capture
@@ -326,6 +360,18 @@ class PrintCapture:
         self._writer: _FdWriter | None = None
 
     def __enter__(self) -> PrintCapture:
+        # The SIGINT handler that defers interrupts stays from here to the end of __exit__,
+        # so an interrupt on the first line of __exit__ waits for the switch back.
+        interrupts.hold()
+        try:
+            self._open()  # an interrupt that waited inside is raised here, after it returned
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    @interrupts.protected
+    def _open(self) -> None:
         global _open_captures
         if self.file is not None:
             # Straight into the new file, which is then read back like the memory file.
@@ -342,26 +388,43 @@ class PrintCapture:
             raise
         with _lock:
             _open_captures += 1
-        return self
 
+    @interrupts.protected
+    def _close(self) -> None:
+        if self._fd1 is not None and self._fd1.replacement is not None:
+            self.__exit__(None, None, None)  # lets go of the handler too
+            return
+        if self._fd1 is not None:
+            self._fd1.sink.close()
+        interrupts.let_go()
+
+    @interrupts.protected
     def __exit__(self, exc_type, exc, tb) -> bool:
         global _open_captures
-        sink = self._fd1.sink
+        fd1, self._fd1 = self._fd1, None
+        if fd1 is None:
+            return False
+        note, stopped = "", None
         try:
-            note = self._fd1.stop()
+            note = fd1.stop()
+        except KeyboardInterrupt as error:  # the wait for MindSpore's queue; fd 1 is back
+            note, stopped = "interrupted while waiting for MindSpore's queue", error
         finally:
-            raw = _contents(sink)
-            sink.close()
+            raw = _contents(fd1.sink)
+            fd1.sink.close()
             with _lock:
                 _open_captures -= 1
                 waiting = _deferred[:] if not _open_captures else []
                 del _deferred[: len(waiting)]
+            interrupts.let_go()
         for switch in waiting:
             switch()
         notes = dict.fromkeys([*self._writer.notes, note] if note else self._writer.notes)
         self.log = PrintLog(raw=raw, source="captured", path=self.path, note="; ".join(notes))
         if self.show and self.log:
             show(self.log)
+        if stopped is not None:
+            raise stopped
         return False
 
 
@@ -420,6 +483,7 @@ class PrintFile:
         self._screen_copy = None
         self._started = False
 
+    @interrupts.protected
     def start(self) -> None:
         try:
             self._fd1.start(self._router)
@@ -444,6 +508,7 @@ class PrintFile:
             self._screen_copy.close()
             self._screen_copy = None
 
+    @interrupts.protected
     def close(self) -> None:
         try:
             if self._started:  # a switch that never ran has only the file to close

@@ -11,8 +11,27 @@ import sys
 import time
 
 from . import __version__, backend
+from .errors import echo
 
-__all__ = ["main", "environment_lines"]
+__all__ = ["main", "environment_lines", "printable"]
+
+# C0 and C1 control characters (but newline and tab) and the bidi overrides: a dump's file
+# name or a print file's text must not retitle, clear or reorder the terminal it is shown in.
+_UNPRINTABLE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in (*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+    if chr(code) not in "\n\t"
+}
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters written as escapes (``\\x1b``)."""
+    return text.translate(_UNPRINTABLE)
+
+
+def _say(text: str = "", end: str = "\n", file=None) -> None:
+    """Everything the command prints goes through here (see :func:`printable`)."""
+    print(printable(text), end=end, file=file or sys.stdout)
 
 
 def environment_lines() -> list[str]:
@@ -32,16 +51,16 @@ def environment_lines() -> list[str]:
 
 
 def _info(args: argparse.Namespace) -> int:
-    print("\n".join(environment_lines()))
+    _say("\n".join(environment_lines()))
     if backend.installed_version() is None:
         return 0
     from . import settings
 
     state = settings.state(changed_only=args.changed)
     device = state.device
-    print(f"device {device} (this build supports {', '.join(device.supported)})")
-    print()
-    print(repr(state))
+    _say(f"device {device} (this build supports {', '.join(device.supported)})")
+    _say()
+    _say(repr(state))
     return 0
 
 
@@ -52,9 +71,9 @@ def _print_file(args: argparse.Namespace) -> int:
     try:
         log = read_print_file(args.path, args.format)
     except MsDebugError as error:
-        print(f"msdebug print-file: {error}", file=sys.stderr)
+        _say(f"msdebug print-file: {error}", file=sys.stderr)
         return 1
-    print(repr(log) if log.source == "binary file" else log.text, end="" if log.source != "binary file" else "\n")
+    _say(repr(log) if log.source == "binary file" else log.text, end="" if log.source != "binary file" else "\n")
     return 0
 
 
@@ -89,17 +108,17 @@ def _dump_nan(args: argparse.Namespace) -> int:
     from .errors import MsDebugError
 
     if find_data_dump(args.path) is None:
-        print(f"msdebug dump: --nan needs a data dump (rank_*/execution_order), not {args.path}", file=sys.stderr)
+        _say(f"msdebug dump: --nan needs a data dump (rank_*/execution_order), not {args.path}", file=sys.stderr)
         return 2
     progress = _TextProgress()
     try:
         report = scan_dump(args.path, rank=args.rank, progress=progress)
     except MsDebugError as error:
-        print(f"msdebug dump: {error}", file=sys.stderr)
+        _say(f"msdebug dump: {error}", file=sys.stderr)
         return 2
     finally:
         progress.close()
-    print(repr(report))
+    _say(repr(report))
     return 1 if report.found else 0
 
 
@@ -113,13 +132,13 @@ def _dump(args: argparse.Namespace) -> int:
     try:
         explorer = open_dump(args.path)
     except MsDebugError as error:
-        print(f"msdebug dump: {error}", file=sys.stderr)
+        _say(f"msdebug dump: {error}", file=sys.stderr)
         return 1
     if getattr(explorer, "kind", "") == "datadump" and (args.memory or args.graph or args.diff):
-        print("msdebug dump: a data dump has --exec-order and --nan; --graph, --memory and --diff are for "
+        _say("msdebug dump: a data dump has --exec-order and --nan; --graph, --memory and --diff are for "
               "RDR trees and save_graphs directories", file=sys.stderr)  # fmt: skip
         return 2
-    print(repr(explorer))
+    _say(repr(explorer))
     tree = getattr(explorer, "tree", None) or getattr(explorer, "dump", None)  # RDR tree or data dump
     ranks = [r.rank for r in tree.ranks] if tree is not None else [None]
     if args.rank is not None:
@@ -138,11 +157,21 @@ def _dump(args: argparse.Namespace) -> int:
         title = f"rank {rank}: " if rank is not None and len(ranks) > 1 else ""
         for section in sections:
             try:  # one missing piece (no memory list in a mode-1 tree) must not hide the others
-                print(f"\n{title}{section(rank)!r}")
+                _say(f"\n{title}{section(rank)!r}")
             except MsDebugError as error:
-                print(f"msdebug dump: {title}{error}", file=sys.stderr)
+                _say(f"msdebug dump: {title}{error}", file=sys.stderr)
                 status = 1
     return status
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of rows, 1 or more, got {echo(text)}")
+    return number
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -153,11 +182,11 @@ def _profile(args: argparse.Namespace) -> int:
     try:
         if args.compare:
             order = "name" if args.order == "name" else "change"
-            print(repr(compare_profiles(args.path, args.compare, top=args.top, order=order)))
+            _say(repr(compare_profiles(args.path, args.compare, top=args.top, order=order)))
         else:
-            print(repr(open_profile(args.path, top=args.top, order=args.order)))
+            _say(repr(open_profile(args.path, top=args.top, order=args.order)))
     except MsDebugError as error:
-        print(f"msdebug profile: {error}", file=sys.stderr)
+        _say(f"msdebug profile: {error}", file=sys.stderr)
         return 1
     return 0
 
@@ -186,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     dump.add_argument("--memory", action="store_true", help="memory per kernel, largest first (RDR)")
     dump.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="nodes that changed between two passes")
     dump.add_argument("--rank", type=int, help="only this rank (default: every rank)")
-    dump.add_argument("--limit", type=int, default=200, help="at most this many rows per table (default 200)")
+    dump.add_argument("--limit", type=_positive, default=200, help="at most this many rows per table (default 200)")
     dump.add_argument(
         "--nan",
         action="store_true",
@@ -195,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     dump.set_defaults(run=_dump)
     prof = commands.add_parser("profile", help="op tables of a profiler output directory (rank_* inside too)")
     prof.add_argument("path", help="the profiler's output directory, or a folder holding several")
-    prof.add_argument("--top", type=int, default=15, help="single ops listed before the rest is folded (default 15)")
+    prof.add_argument(
+        "--top", type=_positive, default=15, help="single ops listed before the rest is folded (default 15)"
+    )
     prof.add_argument("--compare", metavar="OTHER", help="compare with this profile (PATH before, OTHER after)")
     prof.add_argument("--order", choices=("time", "name"), default="time", help="rows longest first, or by name")
     prof.set_defaults(run=_profile)

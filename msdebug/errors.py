@@ -30,6 +30,7 @@ __all__ = [
     "DumpConfigError",
     "DumpTooLateError",
     "did_you_mean",
+    "echo",
     "wrap_message",
     "ProfileReadError",
     "ProfilerOptionsError",
@@ -39,6 +40,7 @@ __all__ = [
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _WIDTH = 100
 _MAX_FRAMES = 4
+ECHO_LIMIT = 120  # characters of someone's input an error line repeats
 
 
 class MsDebugError(Exception):
@@ -128,8 +130,24 @@ class DumpTooLateError(MsDebugError):
     """A data dump asked for after the first graph compile; the message gives the first cell."""
 
 
+def echo(value: object, quote: bool = True, limit: int = ECHO_LIMIT) -> str:
+    """``value`` as an error line repeats it: ``repr`` (or the text itself with ``quote=False``),
+    its middle cut out beyond ``limit`` characters, with how much was cut.
+
+    Every message that quotes what someone typed or a file held goes through here, so one
+    200,000-character value cannot make a 200 KB error line.
+    """
+    text = repr(value) if quote else str(value)
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return f"{text[:keep]}…{text[-keep:]} ({len(text):,} characters)"
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """Return ``" Did you mean 'x'?"`` for the closest candidate, or ``""``."""
+    if len(word) > ECHO_LIMIT:
+        return ""  # nothing that long is a typo of a name
     pool = {c.lower(): c for c in candidates}
     close = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
     return f" Did you mean {pool[close[0]]!r}?" if close else ""

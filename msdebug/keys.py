@@ -15,12 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidValueError, UnknownKeyError, did_you_mean
+from .errors import InvalidValueError, MsDebugError, UnknownKeyError, did_you_mean, echo
 
 __all__ = [
     "ALL_DEVICES",
     "CATALOG",
     "ENTRIES",
+    "literal",
+    "load_json",
     "GROUPS",
     "SHORTHANDS",
     "Choice",
@@ -142,7 +144,7 @@ class Flag(Kind):
             if text in _FALSE:
                 return False
         hint = did_you_mean(value, _TRUE + _FALSE) if isinstance(value, str) else ""
-        raise InvalidValueError(f"expected {self.describe()}, got {value!r}.{hint}")
+        raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.{hint}")
 
     def from_raw(self, raw: Any) -> Any:
         # ascend_config entries are stored by C++ as "1"/"0", or "" while unset;
@@ -176,7 +178,7 @@ class Integer(Kind):
         elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d[\d_]*\s*", value):
             number = int(value)
         if number is None:
-            raise InvalidValueError(f"expected {self.describe()}, got {value!r}.")
+            raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.")
         if number < self.low or (self.high is not None and number > self.high):
             raise InvalidValueError(f"{number} is out of range; allowed: {self.describe()}.")
         return number
@@ -206,6 +208,7 @@ class Option:
     aliases: tuple = ()
     raw: Any = None
     typed: str | None = None
+    absent: bool = False  # a dict entry with this value is left out: MindSpore's own choice
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,10 @@ class Choice(Kind):
 
     options: tuple[Option, ...]
     label = "choice"
+
+    def absent(self, value: Any) -> bool:
+        """Whether ``value`` means "no entry" in a dict key (``jit_level='auto'``)."""
+        return any(option.absent and option.value == value for option in self.options)
 
     @functools.cached_property
     def _spellings(self) -> dict[str, Option]:
@@ -238,7 +245,7 @@ class Choice(Kind):
         if isinstance(value, str) and not value.strip():
             raise InvalidValueError(f"empty value; use {self.describe()}.")
         hint = did_you_mean(value, self._spellings) if isinstance(value, str) else ""
-        raise InvalidValueError(f"{value!r} is not allowed; use {self.describe()}.{hint}")
+        raise InvalidValueError(f"{echo(value)} is not allowed; use {self.describe()}.{hint}")
 
     def from_raw(self, raw: Any) -> Any:
         for option in self.options:
@@ -295,7 +302,7 @@ class Text(Kind):
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
         if not isinstance(value, str):
-            raise InvalidValueError(f"expected {self.describe()}, got {value!r}.")
+            raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.")
         if not value.strip() and not (self.empty_ok and (self.clearable or not self.path)):
             example = f", e.g. {self.example}" if self.example else ""
             raise InvalidValueError(f"empty value; give {self.describe()}{example}.")
@@ -326,7 +333,7 @@ class Size(Kind):
     def coerce(self, value: Any) -> str:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None
         if match is None:
-            raise InvalidValueError(f"expected a size such as 2GB or 3.5GB, got {value!r}.")
+            raise InvalidValueError(f"expected a size such as 2GB or 3.5GB, got {echo(value)}.")
         number = float(match.group(1))
         if number <= 0 or number < self.minimum or (self.maximum is not None and number > self.maximum):
             raise InvalidValueError(f"{match.group(1)}GB is out of range; allowed: {self.describe()}.")
@@ -358,9 +365,9 @@ class Table(Kind):
 
     def coerce(self, value: Any) -> dict:
         if isinstance(value, str):
-            value = _literal(value)
+            value = literal(value)
         if not isinstance(value, dict):
-            raise InvalidValueError(f"expected a dict such as {self.example}, got {value!r}.")
+            raise InvalidValueError(f"expected a dict such as {self.example}, got {echo(value)}.")
         if self.entries is None:
             return dict(value)
         result = {}
@@ -368,13 +375,15 @@ class Table(Kind):
             kind = self.entries.get(name)
             if kind is None:
                 raise InvalidValueError(
-                    f"unknown entry {name!r}; allowed: {', '.join(self.entries)}."
+                    f"unknown entry {echo(name)}; allowed: {', '.join(self.entries)}."
                     + did_you_mean(str(name), self.entries)
                 )
             try:
                 result[name] = kind.coerce(item)
             except InvalidValueError as error:
-                raise InvalidValueError(f"entry {name!r}: {error}") from None
+                raise InvalidValueError(f"entry {echo(name)}: {error}") from None
+            if isinstance(kind, Choice) and kind.absent(result[name]):
+                del result[name]  # the default: no entry (some versions refuse the empty value)
         return result
 
     def from_raw(self, raw: Any) -> Any:
@@ -394,16 +403,40 @@ class Table(Kind):
         return f"a dict with entries {', '.join(self.entries)}, e.g. {self.example}"
 
 
-def _literal(text: str) -> Any:
-    """Parse a Python or JSON literal (``{'a': True}`` or ``{"a": true}``)."""
+def literal(text: str) -> Any:
+    """Parse a Python or JSON literal (``{'a': True}`` or ``{"a": true}``).
+
+    Raises
+    ------
+    InvalidValueError
+        Nested deeper than Python's parsers go, or numbers too long to convert.
+    """
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         pass
+    except (RecursionError, MemoryError):
+        raise InvalidValueError(f"{echo(text)} is nested too deeply to read.") from None
     try:
         return json.loads(text)
-    except ValueError:
+    except (RecursionError, MemoryError):
+        raise InvalidValueError(f"{echo(text)} is nested too deeply to read.") from None
+    except ValueError:  # not JSON either: the kind's own check says what it expected
         return text
+
+
+def load_json(text: str, error: type[MsDebugError] = InvalidValueError, where: str = "") -> Any:
+    """``json.loads`` for text from outside: every failure is one line of ``error`` (prefixed
+    with ``where``, a file name), never a ``RecursionError`` or a bare ``ValueError``."""
+    prefix = f"{where}: " if where else ""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as failure:
+        raise error(f"{prefix}line {failure.lineno} column {failure.colno}: {failure.msg}.") from None
+    except (RecursionError, MemoryError):
+        raise error(f"{prefix}nested too deeply to read (JSON deeper than Python's parser goes).") from None
+    except ValueError as failure:  # an integer of thousands of digits
+        raise error(f"{prefix}{echo(str(failure), quote=False)}.") from None
 
 
 @dataclass(frozen=True)
@@ -413,7 +446,7 @@ class Opaque(Kind):
     label = "?"
 
     def coerce(self, value: Any) -> Any:
-        return _literal(value) if isinstance(value, str) else value
+        return literal(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -427,7 +460,7 @@ class DeviceSpec(Kind):
         canonical = {name.lower(): name for name in ALL_DEVICES}.get(target.lower())
         if canonical is None:
             raise InvalidValueError(
-                f"{value!r} is not a device; use CPU, GPU or Ascend, optionally with an id as in GPU:1."
+                f"{echo(value)} is not a device; use CPU, GPU or Ascend, optionally with an id as in GPU:1."
                 + (did_you_mean(target, ALL_DEVICES) if target else "")
             )
         if not sep:
@@ -583,7 +616,8 @@ _TARGET = Choice(
 )
 _JIT_LEVEL = Choice(
     (
-        Option("", "auto", typed="auto"),
+        # 2.10 refuses jit_level '' and 'auto': MindSpore chooses when the entry is absent.
+        Option("", "auto", typed="auto", absent=True),
         Option("O0", typed="O0"),
         Option("O1", typed="O1"),
         Option("O2", typed="O2"),
@@ -1362,4 +1396,4 @@ def lookup(name: str, extra: Iterable[str] = ()) -> ContextKey:
     if not name:
         raise UnknownKeyError("empty key name; write key=value, e.g. mode=graph.")
     hint = did_you_mean(name, [*CATALOG, *SHORTHANDS, *extra])
-    raise UnknownKeyError(f"unknown context key {name!r}.{hint} %mscontext lists every key.")
+    raise UnknownKeyError(f"unknown context key {echo(name)}.{hint} %mscontext lists every key.")

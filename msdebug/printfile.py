@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MsDebugError
+from .errors import MsDebugError, echo
+from .files import MiB, read_regular
 
 __all__ = [
     "PrintFileError",
@@ -33,6 +34,10 @@ __all__ = [
     "write_print_file",
     "DTYPES",
 ]
+
+
+_UNREADABLE = "cannot read {name}: {reason}."
+PRINT_FILE_LIMIT = 1024 * MiB  # a larger "print file" is something else (or /dev/zero behind a name)
 
 
 class PrintFileError(MsDebugError, ValueError):
@@ -387,7 +392,14 @@ def decode_print_bytes(data: bytes, name: str = "<bytes>") -> tuple[PrintItem, .
         if which == "desc":
             items.append(PrintedText(value.desc))
         elif which == "tensor":
-            items.append(_tensor_from_proto(value.tensor, name, offset))
+            try:
+                items.append(_tensor_from_proto(value.tensor, name, offset))
+            except PrintFileError:
+                raise
+            except (ValueError, OverflowError, MemoryError) as error:  # numpy refused the dims or bytes
+                raise PrintFileError(
+                    f"{name}: corrupt tensor at byte {offset}: {echo(str(error), quote=False)}"
+                ) from None
         else:
             raise PrintFileError(f"{name}: the value at byte {offset} holds neither a string nor a tensor.")
     return tuple(items)
@@ -399,6 +411,8 @@ def _tensor_from_proto(proto, name: str, offset: int) -> PrintedTensor:
     kind = proto.tensor_type
     dims = tuple(int(d) for d in proto.dims)
     content = bytes(proto.tensor_content)
+    if any(d < 0 for d in dims):
+        raise PrintFileError(f"{name}: the tensor at byte {offset} has a negative dimension in {echo(list(dims))}.")
     if kind == "str":
         return PrintedTensor((), "str", np.array(content.decode("utf-8", "replace")))
     if kind not in DTYPES:
@@ -448,13 +462,7 @@ def read_print_file(path: str | os.PathLike, format: str = "auto") -> PrintLog: 
     if format not in ("auto", "binary", "text"):
         raise PrintFileError(f"format={format!r}: use 'auto', 'binary' or 'text'.")
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        raise PrintFileError(f"{name} is a directory; give the print file itself.") from None
-    except OSError as error:
-        raise PrintFileError(f"cannot read {name}: {error.strerror}.") from None
+    data = read_regular(name, PRINT_FILE_LIMIT, PrintFileError, "print file", unreadable=_UNREADABLE)
     if not data:
         raise PrintFileError(f"{name} is empty: nothing was printed to it (yet).")
     if format == "text":
@@ -477,12 +485,7 @@ def read_appended(path: str | os.PathLike, offset: int) -> PrintLog | None:
         When the file cannot be read or the new bytes are not whole Print values.
     """
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-    except OSError as error:
-        raise PrintFileError(f"cannot read {name}: {error.strerror}.") from None
+    data = read_regular(name, PRINT_FILE_LIMIT, PrintFileError, "print file", offset, _UNREADABLE)
     return PrintLog(data, decode_print_bytes(data, name), "binary file", name) if data else None
 
 

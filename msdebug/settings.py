@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import signal
-import threading
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping
@@ -16,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import backend as _backend
+from . import interrupts
 from .errors import (
     DeviceLockedError,
     InvalidValueError,
@@ -23,7 +22,7 @@ from .errors import (
     MsDebugError,
     NotApplicableError,
 )
-from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, UNREAD, ContextKey, lookup
+from .keys import CATALOG, ENTRIES, GROUPS, SHORTHANDS, UNREAD, Choice, ContextKey, literal, lookup
 
 __all__ = [
     "Change",
@@ -269,6 +268,20 @@ def _check_available(key: ContextKey, version: str) -> None:
         )
 
 
+def _check_entries(key: ContextKey, raw: Any, version: str) -> None:
+    """A dict given whole (``ascend_config={"exception_dump": ...}``) gets the same verdict for
+    each entry the catalog knows as the entry set alone: removed, ignored, since when, instead."""
+    if key.name not in ENTRIES:
+        return
+    value = literal(raw) if isinstance(raw, str) else raw
+    if not isinstance(value, Mapping):
+        return
+    for entry in value:
+        known = CATALOG.get(entry) if isinstance(entry, str) else None
+        if known is not None and known.part_of == (key.name, entry):
+            _check_available(known, version)
+
+
 def _canonical(backend: _backend.Backend, key: ContextKey) -> Any:
     name = key.name
     if name == "pynative_synchronize":
@@ -416,6 +429,7 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
     plan = _Plan()
     for name, raw in assignments.items():
         key = plan.keys[name] = _key(name)
+        _check_entries(key, raw, backend.version)
         plan.shown[name] = key.coerce(raw)
     plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
     if plan.device_named:
@@ -449,6 +463,14 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
         parent = CATALOG[parent_name]
         base = plan.values[parent_name][1] if parent_name in plan.values else backend.read(parent_name)
         plan.values[parent_name] = (parent, parent.coerce({**base, **items}))
+        for entry, value in items.items():
+            entry_key = CATALOG.get(entry)
+            # An entry left out of the dict (jit_level='auto') leaves MindSpore's own parameter
+            # as it was: put that back to its start-up value too, or 'O0' would stay in force.
+            if entry_key is not None and isinstance(entry_key.kind, Choice) and entry_key.kind.absent(value):
+                if not backend.readable(entry):
+                    continue
+                plan.values[entry] = (entry_key, value)
     return plan
 
 
@@ -461,6 +483,7 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
         return None  # already so: nothing to ask of MindSpore
     wanted = f"{target}:{0 if number is None else number}"  # set_device(target) means id 0
     cell = _backend.first_cell(target, number)
+
     if target not in device.supported:
         raise NotApplicableError(
             f"device: {target} is not available in this MindSpore build (it supports "
@@ -485,6 +508,7 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
     return target, number
 
 
+@interrupts.protected
 def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeReport:
     """Validate every assignment, then apply them all or none.
 
@@ -517,10 +541,9 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
         if plan.device is not None:
             backend.set_device(*plan.device)
     except BaseException:
-        with _sigint_deferred():
-            for name, raw in reversed(undo):
-                with contextlib.suppress(Exception):
-                    _write_raw(backend, name, raw)
+        for name, raw in reversed(undo):
+            with contextlib.suppress(Exception):
+                _write_raw(backend, name, raw)
         raise
     target = plan.target
     changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))] if plan.device_named else []
@@ -536,22 +559,6 @@ def _copy(raw: Any) -> Any:
     return copy.deepcopy(raw) if isinstance(raw, dict) else raw
 
 
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Let a Ctrl-C that arrives while the context is being restored wait until it is done."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if received:
-            raise KeyboardInterrupt
-
-
 # --------------------------------------------------------------------------- snapshots
 
 
@@ -564,6 +571,7 @@ def snapshot() -> Snapshot:
     return Snapshot(values, backend.version, str(backend.device()), backend.launch_blocking())
 
 
+@interrupts.protected
 def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """Put back every key that differs from ``snap``; returns what changed.
 
@@ -574,21 +582,20 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """
     backend = _backend.get_backend()
     changes, failures = [], []
-    with _sigint_deferred():
-        for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER))):
-            raw = snap[name]
-            if name in _DEVICE_KEYS or not backend.readable(name):
-                continue
-            current = _read(backend, name)
-            if current == raw:
-                continue
-            key = _key(name)
-            try:
-                _write_raw(backend, name, _copy(raw))
-            except MsDebugError as error:
-                failures.append(str(error))
-                continue
-            changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
+    for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER))):
+        raw = snap[name]
+        if name in _DEVICE_KEYS or not backend.readable(name):
+            continue
+        current = _read(backend, name)
+        if current == raw:
+            continue
+        key = _key(name)
+        try:
+            _write_raw(backend, name, _copy(raw))
+        except MsDebugError as error:
+            failures.append(str(error))
+            continue
+        changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
     if changes:
         notify()
     notes = []
@@ -611,32 +618,71 @@ class Scope:
     problem: str = ""
 
 
-@contextlib.contextmanager
-def context(assignments: Mapping[str, Any] | None = None, /, **values: Any) -> Iterator[Scope]:
+class _Scoped:
+    """The context manager :func:`context` returns.
+
+    Every step that changes the context runs in :mod:`~msdebug.interrupts`-protected code,
+    and the SIGINT handler that defers interrupts stays installed from ``__enter__`` to the
+    end of ``__exit__``: an interrupt on the first line of ``__exit__`` waits for the restore.
+    """
+
+    def __init__(self, assignments: Mapping[str, Any]) -> None:
+        self.assignments = assignments
+        self.snap: Snapshot | None = None
+        self.scope: Scope | None = None
+
+    def __enter__(self) -> Scope:
+        interrupts.hold()
+        try:
+            self._open()  # an interrupt that waited inside is raised here, after it returned
+        except BaseException:
+            self._close()
+            raise
+        return self.scope
+
+    @interrupts.protected
+    def _open(self) -> None:
+        self.snap = snapshot()
+        self.scope = Scope(apply(self.assignments, scoped=True))
+
+    @interrupts.protected
+    def _close(self) -> None:
+        try:
+            if self.snap is not None:
+                restore(self.snap)
+        finally:
+            interrupts.let_go()
+
+    @interrupts.protected
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        scope = self.scope
+        try:
+            scope.restored = restore(self.snap)
+        except MsDebugError as error:
+            scope.problem = str(error)
+        else:
+            scope.problem = "; ".join(scope.restored.notes)
+        finally:
+            interrupts.let_go()
+        if scope.problem:
+            warnings.warn(f"msdebug: {scope.problem}", RuntimeWarning, stacklevel=3)
+        return False
+
+
+def context(assignments: Mapping[str, Any] | None = None, /, **values: Any) -> _Scoped:
     """Apply settings for a block; on exit every key is as it was before.
 
     Everything the block changed is put back too, also when it raises or is
-    interrupted. Keys that cannot be undone are refused up front (the device, memory
-    limits) or reported afterwards with a warning (``launch_blocking()``).
+    interrupted (any number of times, at any moment). Keys that cannot be undone are
+    refused up front (the device, memory limits) or reported afterwards with a warning
+    (``launch_blocking()``).
 
     Examples
     --------
     >>> with msdebug.context(mode="pynative", pynative_synchronize=True):
     ...     net(x)
     """
-    snap = snapshot()
-    scope = Scope(apply({**(assignments or {}), **values}, scoped=True))
-    try:
-        yield scope
-    finally:
-        try:
-            scope.restored = restore(snap)
-        except MsDebugError as error:
-            scope.problem = str(error)
-        else:
-            scope.problem = "; ".join(scope.restored.notes)
-        if scope.problem:
-            warnings.warn(f"msdebug: {scope.problem}", RuntimeWarning, stacklevel=3)
+    return _Scoped({**(assignments or {}), **values})
 
 
 _baseline: Snapshot | None = None

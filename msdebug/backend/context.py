@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ..errors import DeviceLockedError, MindSporeMissingError, MindSporeRefusedError
+from ..errors import DeviceLockedError, MindSporeMissingError, MindSporeRefusedError, echo
 from .version import INSTALL_HINT
 
 __all__ = ["Backend", "DeviceState", "first_cell", "machine_default"]
@@ -176,24 +176,29 @@ class Backend:
     def write(self, name: str, value: Any) -> None:
         """Apply one validated, canonical value, the way ``set_context(name=value)`` would."""
         try:
-            if not self._direct:
-                with self.quiet():
-                    self.ms.set_context(**{name: value})
-            elif name in self._setters:
-                self._setters[name](self._ctx, value)
-            elif name == "enable_compile_cache":
-                self._ctx.enable_compile_cache = value
-                self._ctx.set_param(self._params[name], int(value))
-            elif name in self._attributes:
-                setattr(self._ctx, name, value)
-            elif name in self._params:
-                self._ctx.set_param(self._params[name], value)
-            else:
-                raise MindSporeRefusedError(f"MindSpore {self.version} does not accept the key {name!r}.")
+            # quiet() around every path: MindSpore's per-key setters log deprecations too
+            # (jit_config's infer_boost on 2.10), not only set_context.
+            with self.quiet():
+                self._write(name, value)
         except _MINDSPORE_ERRORS as error:
             raise _translate(name, value, error) from None
         if name in self._frozen_by_reading:
             self.written[name] = value
+
+    def _write(self, name: str, value: Any) -> None:
+        if not self._direct:
+            self.ms.set_context(**{name: value})
+        elif name in self._setters:
+            self._setters[name](self._ctx, value)
+        elif name == "enable_compile_cache":
+            self._ctx.enable_compile_cache = value
+            self._ctx.set_param(self._params[name], int(value))
+        elif name in self._attributes:
+            setattr(self._ctx, name, value)
+        elif name in self._params:
+            self._ctx.set_param(self._params[name], value)
+        else:
+            raise MindSporeRefusedError(f"MindSpore {self.version} does not accept the key {name!r}.")
 
     def write_raw(self, name: str, raw: Any) -> None:
         """Put back a value :meth:`read` returned (used to restore snapshots exactly).
@@ -245,13 +250,15 @@ _MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
 def _translate(name: str, value: Any, error: Exception) -> Exception:
     """MindSpore's exception as a one-line msdebug error."""
     text = str(error).strip()
-    first = text.splitlines()[0] if text else type(error).__name__
+    # All of MindSpore's lines, joined: the first is often only a position ("Expecting value:
+    # line 1 column 20") and the file it is about comes in the next one.
+    first = echo(" ".join(text.split()), quote=False, limit=400) if text else type(error).__name__
     if "can not be set repeatedly" in first or "has been in effect" in first:
         return DeviceLockedError(
             f"{name}: MindSpore has already used this value in this process, so it can no "
             f"longer change; restart the kernel and set it first. (MindSpore: {first})"
         )
-    return MindSporeRefusedError(f"MindSpore refused {name}={value!r}: {first}")
+    return MindSporeRefusedError(f"MindSpore refused {name}={echo(value)}: {first}")
 
 
 def machine_default(name: str) -> Any:

@@ -10,15 +10,20 @@ after the cell ("cell [14], line 12") when this process ran it: the IPython laye
 from __future__ import annotations
 
 import linecache
+import os
 import re
 import textwrap
 from collections.abc import Callable
+
+from ..errors import MsDebugError
+from ..files import MiB, read_regular
 
 __all__ = ["add_namer", "cell_code", "cell_number", "is_cell", "remember", "remove_namer"]
 
 _CELL = re.compile(r"(?:^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 _MAX_LINES = 12
 _MAX_NAMES = 10_000
+_CELL_LIMIT = 16 * MiB
 
 # file name -> the execution count of the cell run from it, as told by remember().
 _numbers: dict[str, int] = {}
@@ -68,10 +73,12 @@ def cell_code(path: str, line: int, end: int | None = None) -> str | None:
     if not is_cell(path) or line < 1:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.readlines()
-    except OSError:
-        lines = linecache.getlines(path)
+        # A dump names whatever path it likes: only a regular file, and only a cell's worth of it.
+        lines = read_regular(path, _CELL_LIMIT).decode("utf-8", "replace").splitlines(keepends=True)
+    except MsDebugError:
+        # IPython's own cells (<ipython-input-...>) live only in linecache; a path that exists
+        # but is no regular file (a FIFO) must not reach linecache, which would block on it.
+        lines = [] if os.path.lexists(path) else linecache.getlines(path)
     if not lines or line > len(lines):
         return None
     last = min(end or line, line + _MAX_LINES - 1, len(lines))

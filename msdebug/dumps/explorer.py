@@ -14,7 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DumpError, DumpFormatError, MsDebugError
+from ..errors import DumpError, DumpFormatError, MsDebugError, echo
+from ..files import MiB, read_regular
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
 
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 DEFAULT_LIMIT = 200
+
+PB_LIMIT = 512 * MiB  # the largest graph .pb file msdebug reads
 
 
 class _Rendered:
@@ -257,15 +260,18 @@ class Explorer(_Rendered):
     _view = "summary"
 
     def __init__(self, path: str | os.PathLike) -> None:
+        if not os.fspath(path).strip():
+            # Path("") is the current directory: an empty argument must not quietly mean it
+            raise DumpError("the dump path is empty; give an RDR directory, a save_graphs directory or an .ir file")
         self.path = Path(path).expanduser()
-        if not self.path.exists():
-            raise DumpError(f"{self.path}: no such file or directory")
+        if not os.path.lexists(self.path):
+            raise DumpError(f"{echo(str(self.path), quote=False)}: no such file or directory")
         self.tree: rdr.RdrTree | None = None
         self.saved: graphs.GraphsDir | None = None
         self.file: IrFile | None = None
         self._ir_cache: dict[Path, IrFile] = {}
-        if self.path.is_file():
-            if self.path.suffix != ".ir":
+        if not self.path.is_dir():  # a file, or something read_ir refuses in one line (FIFO, loop)
+            if self.path.is_file() and self.path.suffix != ".ir":
                 raise DumpError(
                     f"{self.path}: open_dump reads an RDR tree, a save_graphs directory or one .ir file"
                     + (
@@ -557,10 +563,7 @@ class Explorer(_Rendered):
             path = matches[0].path
         else:
             raise DumpError(f"{self.path} is a single IR file")
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
+        data = read_regular(path, PB_LIMIT, DumpError, "graph .pb file")
         try:
             model = anf_ir_model(data)
         except ValueError as error:

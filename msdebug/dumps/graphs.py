@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DumpError
+from ..errors import DumpError, echo
+from ..files import open_regular
 
 __all__ = ["FAMILIES", "DotGraph", "GraphFile", "GraphsDir", "classify", "read_dot", "read_graphs_dir"]
 
@@ -105,6 +105,7 @@ class GraphsDir:
 
     root: Path
     files: list[GraphFile]
+    unlisted: tuple[str, ...] = ()  # subdirectories that could not be listed (permissions, loops)
 
     def family(self, family: str) -> list[GraphFile]:
         chosen = [f for f in self.files if f.family == family]
@@ -159,6 +160,7 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
     """
     root = Path(path)
     files: list[GraphFile] = []
+    unlisted: list[str] = []
     stack = [""]
     while stack:
         prefix = stack.pop()
@@ -166,10 +168,15 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
         try:
             entries = list(os.scandir(directory))
         except OSError as error:
-            raise DumpError(f"{directory}: cannot list it ({error.strerror or error})") from None
+            if not prefix:
+                raise DumpError(
+                    f"{echo(str(directory), quote=False)}: cannot list it ({error.strerror or error})"
+                ) from None
+            unlisted.append(prefix)  # one unreadable subdirectory must not hide the rest
+            continue
         for entry in entries:
             relative = f"{prefix}/{entry.name}" if prefix else entry.name
-            if entry.is_dir(follow_symlinks=False):
+            if _is_dir(entry):
                 stack.append(relative)
                 continue
             try:
@@ -179,7 +186,14 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             family, stem, counter, ext = classify(relative)
             files.append(GraphFile(entry.path, relative, family, stem, counter, ext, size))
     files.sort(key=lambda f: f.relative)
-    return GraphsDir(root, files)
+    return GraphsDir(root, files, tuple(unlisted))
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------- .dot files
@@ -228,18 +242,9 @@ def read_dot(path: str | os.PathLike) -> DotGraph:
         When ``path`` is not a regular file or cannot be read.
     """
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as error:
-        raise DumpError(f"{path}: cannot read it ({error.strerror or error})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DumpError(f"{path}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(_DOT_MAX_BYTES + 1)
-    finally:
-        os.close(fd)
+    with open_regular(path, DumpError) as handle:
+        info = os.fstat(handle.fileno())
+        data = handle.read(_DOT_MAX_BYTES + 1)
     graph = DotGraph(path, size=info.st_size, truncated=len(data) > _DOT_MAX_BYTES)
     text = data[:_DOT_MAX_BYTES].decode("utf-8", "replace")
     clusters: list[str] = []

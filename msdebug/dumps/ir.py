@@ -28,8 +28,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import BinaryIO
 
 from ..errors import DumpError, DumpFormatError
+from ..files import open_regular
 
 __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
 
@@ -218,6 +221,12 @@ class IrGraph:
     parsed from the file the first time :attr:`nodes` is asked for.
     """
 
+    # One per subgraph, and a dump may hold hundreds of thousands of (empty) subgraphs.
+    __slots__ = (
+        "name", "params", "lineno", "location", "returns", "parent", "closed", "start", "end", "raw_ops",
+        "_loader", "_nodes",
+    )  # fmt: skip
+
     def __init__(self, name: str, params: str, lineno: int, location: str, start: int, loader) -> None:
         self.name = name
         self.params = params
@@ -228,9 +237,17 @@ class IrGraph:
         self.closed = False
         self.start = start  # byte offsets of the block in the file
         self.end = start
-        self.raw_ops: list[bytes] = []  # each node's callee as the scan saw it
+        self.raw_ops: list[bytes] | tuple[()] = ()  # each node's callee as the scan saw it
         self._loader = loader
         self._nodes: list[IrNode] | None = None
+
+    def add_ops(self, found: list[bytes]) -> None:
+        # An empty graph keeps the shared empty tuple: no list per subgraph.
+        if found:
+            if self.raw_ops:
+                self.raw_ops.extend(found)
+            else:
+                self.raw_ops = found
 
     @property
     def node_count(self) -> int:
@@ -247,15 +264,18 @@ class IrGraph:
     @property
     def nodes(self) -> list[IrNode]:
         if self._nodes is None:
-            text = self._loader(self.start, self.end).decode("utf-8", "replace")
-            nodes, lineno, position = [], self.lineno, 0
-            for match in _NODE_BLOCK.finditer(text):
-                lineno += text.count("\n", position, match.start())
-                position = match.start()
-                index, name, body, block = match.group(1, 2, 3, 4)
-                nodes.append(IrNode(int(index), name, body, block, self.name, lineno))
-            self._nodes = nodes
+            self._parse(self._loader(self.start, self.end))
         return self._nodes
+
+    def _parse(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace")
+        nodes, lineno, position = [], self.lineno, 0
+        for match in _NODE_BLOCK.finditer(text):
+            lineno += text.count("\n", position, match.start())
+            position = match.start()
+            index, name, body, block = match.group(1, 2, 3, 4)
+            nodes.append(IrNode(int(index), name, body, block, self.name, lineno))
+        self._nodes = nodes or _NO_NODES
 
     @property
     def source(self) -> SourceLocation | None:
@@ -281,10 +301,21 @@ class IrFile:
     lines: int = 0
     size: int = 0
     _loader: Callable[[int, int], bytes] | None = field(default=None, repr=False, compare=False)
+    _source: Callable[[], BinaryIO] | None = field(default=None, repr=False, compare=False)
 
     def nodes(self) -> Iterator[IrNode]:
-        for graph in self.graphs:
-            yield from graph.nodes
+        """Every node, graph by graph; the bodies not parsed yet are read in one pass over one
+        open file (not one open per graph: a dump may hold 800,000 empty subgraphs)."""
+        if self._source is None or all(graph._nodes is not None for graph in self.graphs):
+            for graph in self.graphs:
+                yield from graph.nodes
+            return
+        with self._source() as handle:
+            for graph in self.graphs:
+                if graph._nodes is None:
+                    handle.seek(graph.start)
+                    graph._parse(handle.read(graph.end - graph.start))
+                yield from graph._nodes
 
     @property
     def node_count(self) -> int:
@@ -294,8 +325,8 @@ class IrFile:
     def op_counts(self) -> Counter:
         """How often each op occurs, most common first."""
         total: Counter = Counter()
-        for graph in self.graphs:
-            total.update(graph.op_counts)
+        for raw, number in Counter(chain.from_iterable(graph.raw_ops for graph in self.graphs)).items():
+            total[_op_name(raw)] += number  # one Counter for the file, not one per graph
         return total
 
     def graph(self, name: str) -> IrGraph:
@@ -344,6 +375,7 @@ _ATTR = re.compile(rb"\n([A-Za-z_][\w.-]*): ([^\n]*)")
 # Exactly the node lines _OPS counts (an op starts the right-hand side), so node_count == len(nodes).
 _NODE_BLOCK = re.compile(r"^  %(\d+)\(([^)\n]*)\) = ([^\s(\[][^\n]*)\n((?:      [^\n]*\n)*)", re.M | re.ASCII)
 _CHUNK = 1 << 22
+_NO_NODES: list = []  # shared by every empty graph; never appended to
 
 
 def _op_name(raw: bytes) -> str:
@@ -372,7 +404,7 @@ class _Scan:
             start = match.start()
             lineno += count(b"\n", position + 1, start + 1)
             if self.graph is not None:
-                self.graph.raw_ops += _OPS.findall(data, position, start)
+                self.graph.add_ops(_OPS.findall(data, position, start))
             position = start
             kind = match.lastindex
             if kind == 1:
@@ -413,7 +445,7 @@ class _Scan:
                 for key, value in _ATTR.findall(data, match.end(), end if end >= 0 else len(data)):
                     ir.attrs[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
         if self.graph is not None:
-            self.graph.raw_ops += _OPS.findall(data, position)
+            self.graph.add_ops(_OPS.findall(data, position))
         self.lineno = lineno + count(b"\n", position + 1) + 1
 
 
@@ -476,20 +508,22 @@ def read_ir(path: str | os.PathLike) -> IrFile:
     name = os.fspath(path)
 
     def loader(start: int, end: int) -> bytes:
-        try:
-            with open(name, "rb") as handle:
+        with open_regular(name, DumpError) as handle:
+            try:
                 handle.seek(start)
                 return handle.read(end - start)
-        except OSError as error:
-            raise DumpError(f"{name}: cannot read it any more ({error.strerror or error})") from None
+            except OSError as error:
+                raise DumpError(f"{name}: cannot read it any more ({error.strerror or error})") from None
 
     try:
-        with open(name, "rb") as handle:
+        with open_regular(name, DumpError) as handle:
             head = handle.read(_SNIFF)
             if looks_binary(head):
                 raise DumpFormatError(f"{name}: binary data, not a MindSpore IR text dump")
             chunks = iter(lambda: handle.read(_CHUNK), b"")
-            return _scan(_prepend(head, chunks), name, loader)
+            ir = _scan(_prepend(head, chunks), name, loader)
+            ir._source = lambda: open_regular(name, DumpError)
+            return ir
     except OSError as error:
         raise DumpError(f"{name}: cannot read it ({error.strerror or error})") from None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DumpError, DumpFormatError
+from ..files import MiB, read_regular
 from .ir import looks_binary
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "read_string",
     "read_text",
 ]
+
+TEXT_LIMIT = 256 * MiB  # the largest RDR text record msdebug reads (they are a few MB)
 
 _NAME = re.compile(
     r"^(?P<module>[A-Z][A-Z0-9_]*)\.(?P<name>.+)\.(?P<ts>\d{14})(?:_(?P<counter>\d{4}))?\.(?P<ext>ir|pb|txt|json|dat)$"
@@ -196,7 +199,7 @@ def _read_rank(directory: Path) -> RdrRank:
     except OSError as error:
         raise DumpError(f"{directory}: cannot list it ({error.strerror or error})") from None
     for entry in entries:
-        if not entry.is_file():
+        if not is_regular(entry):
             continue
         parsed = parse_rdr_name(entry.path)
         if parsed is None:
@@ -206,11 +209,26 @@ def _read_rank(directory: Path) -> RdrRank:
     return rank
 
 
+def is_regular(entry: os.DirEntry) -> bool:
+    """Whether a listed entry is a regular file (a symlink loop or a vanished file is not)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _names(directory: Path) -> list[tuple[str, bool]]:
     """(name, is a directory) of each entry, from one scandir (no stat per file)."""
     try:
         with os.scandir(directory) as entries:
-            return [(entry.name, entry.is_dir()) for entry in entries]
+            return [(entry.name, _is_dir(entry)) for entry in entries]
     except OSError:
         return []
 
@@ -248,11 +266,7 @@ def find_rdr(path: str | os.PathLike) -> RdrTree | None:
 def read_text(path: str | os.PathLike, what: str) -> list[str]:
     """The lines of a text dump; binary data gives a :class:`DumpFormatError` naming the file."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise DumpError(f"{name}: cannot read it ({error.strerror or error})") from None
+    data = read_regular(name, TEXT_LIMIT, DumpError, what)
     if looks_binary(data[:8192]):
         raise DumpFormatError(f"{name}: binary data, not {what}")
     return data.decode("utf-8", "replace").splitlines()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import backend
+from .. import backend, interrupts
 from ..errors import MsDebugError
 
 __all__ = ["LEVELS", "CellCapture", "CellFiles", "LogLevel", "hold_during_cell", "refresh_after_cell"]
@@ -138,7 +138,9 @@ class CellCapture:
             if path:
                 self.ascend_offset = (path, _size(path))
                 return
-        if not self.every_cell or self.current is not None:
+        if self.current is not None:
+            self.stop()  # the last cell's post_run_cell never ran: an interrupt landed in IPython between them
+        if not self.every_cell:
             return
         from ..capture import PrintCapture, active_print_file
 
@@ -152,16 +154,22 @@ class CellCapture:
             return
         self.current = capture
 
+    @interrupts.protected
     def post(self, result=None) -> None:
         self.stop()
         if self.ascend_offset is not None:
             self._show_ascend(*self.ascend_offset)
 
+    @interrupts.protected
     def stop(self) -> None:
         capture, self.current = self.current, None
-        if capture is not None:
+        if capture is None:
+            return
+        try:
             capture.__exit__(None, None, None)
-            self.last = capture.log
+        except KeyboardInterrupt:
+            pass  # the wait for MindSpore's queue after the cell was stopped; the log says so
+        self.last = capture.log
 
     def _show_ascend(self, path: str, offset: int) -> None:
         """Show what MindSpore appended to its binary print file during the cell."""

@@ -154,12 +154,11 @@ class Panel:
             )
         elif kind == "checkbox":
             widget = self._make(w.Checkbox, value=shown, indent=False, layout=w.Layout(width="auto"))
-        elif kind == "bounded_int":
-            widget = self._make(
-                w.BoundedIntText, value=shown, min=control.low, max=control.high, layout=w.Layout(width="120px")
-            )
-        elif kind == "int":
-            widget = self._make(w.IntText, value=shown, layout=w.Layout(width="120px"))
+        elif kind in ("bounded_int", "int"):
+            # Not BoundedIntText: it clamps 99999 to the maximum and applies that without a word
+            # (set_device then cannot be undone). The key's own check refuses it in one line.
+            bounds = f"{control.low} to {control.high}" if control.high is not None else f"{control.low} or more"
+            widget = self._make(w.IntText, value=shown, tooltip=bounds, layout=w.Layout(width="120px"))
         elif kind == "json":
             widget = self._make(
                 w.Textarea,

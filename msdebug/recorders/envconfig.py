@@ -24,7 +24,8 @@ from typing import Any
 
 from .. import backend as _backend
 from ..errors import InvalidValueError, MsDebugError
-from ..keys import did_you_mean, version_tuple
+from ..files import MiB, read_regular, refuse_special
+from ..keys import did_you_mean, load_json, version_tuple
 
 __all__ = [
     "ENV_VARS",
@@ -47,6 +48,9 @@ MODES = {1: "exceptional: export when a run fails", 2: "normal: export after eac
 _PATH_CHARS = re.compile(r"^[A-Za-z0-9_./-]+$")
 _MAX_PATH = 1024
 _MAX_COMPONENT = 255
+
+
+ENV_CONFIG_LIMIT = 16 * MiB  # env_config.json files are a few hundred bytes
 
 
 class EnvConfigError(InvalidValueError):
@@ -217,17 +221,12 @@ class EnvConfig:
     def read(cls, path: str | os.PathLike) -> EnvConfig:
         """Read and validate a file; malformed JSON names its line and column."""
         name = os.path.abspath(os.fspath(path))
+        raw = read_regular(name, ENV_CONFIG_LIMIT, EnvConfigError, "env_config file")
         try:
-            with open(name, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as error:
-            raise EnvConfigError(f"{name}: cannot read it ({error.strerror or error}).") from None
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise EnvConfigError(f"{name}: not UTF-8 text (byte {error.start}).") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise EnvConfigError(f"{name}: line {error.lineno} column {error.colno}: {error.msg}.") from None
+        data = load_json(text, EnvConfigError, name)
         config = cls.from_dict(data, name)
         config.path = Path(name)
         return config
@@ -263,11 +262,12 @@ class EnvConfig:
         """Write the file (absolute path returned). An existing file with other contents is
         kept unless ``overwrite=True``."""
         target = Path(os.path.abspath(os.fspath(path)))
+        refuse_special(target)
         text = self.to_json()
         if target.exists():
             try:
-                same = target.read_text(encoding="utf-8") == text
-            except (OSError, UnicodeDecodeError):
+                same = read_regular(target, ENV_CONFIG_LIMIT).decode("utf-8") == text
+            except (MsDebugError, UnicodeDecodeError):
                 same = False
             if not same and not overwrite:
                 raise MsDebugError(f"{target} exists with other contents; pass overwrite=True or choose another name.")

@@ -19,7 +19,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ...errors import MagicUsageError, MsDebugError, did_you_mean
+from ...errors import MagicUsageError, MsDebugError, did_you_mean, echo
 
 __all__ = ["Form", "Option", "Parsed", "Spec", "magic_spec", "tokens", "unquote"]
 
@@ -66,7 +66,7 @@ def tokens(line: str) -> list[str]:
         else:
             buf.append(char)
     if quote or depth:
-        raise MagicUsageError(f"unclosed {'quote' if quote else 'bracket'} in: {line.strip()}")
+        raise MagicUsageError(f"unclosed {'quote' if quote else 'bracket'} in: {echo(line.strip(), quote=False)}")
     if buf:
         found.append("".join(buf))
     return found
@@ -109,10 +109,13 @@ class Option:
         return f"{self.name} {self.metavar}" if self.metavar else self.name
 
     def check(self, prefix: str, value: str) -> str:
+        if not self.flag and not value.strip():
+            # '' would quietly mean the current directory to every path option
+            raise MagicUsageError(f"{prefix}: {self.name} needs a {self.metavar}, got an empty value.")
         if self.choices and value not in self.choices:
             allowed = self.meaning or _either(self.choices)
             raise MagicUsageError(
-                f"{prefix}: {self.name} is {allowed}, got {value!r}." + did_you_mean(value, self.choices)
+                f"{prefix}: {self.name} is {allowed}, got {echo(value)}." + did_you_mean(value, self.choices)
             )
         return value
 
@@ -233,14 +236,15 @@ class Spec:
                 else:
                     names.append(token)
             elif not form.words:
-                raise MagicUsageError(f"{prefix} takes {self._what(form)}, got {token!r}.")
+                raise MagicUsageError(f"{prefix} takes {self._what(form)}, got {echo(token)}.")
             elif word:
                 raise MagicUsageError(
-                    f"{prefix}: one of {', '.join(form.words)} at a time, got {word!r} and {token!r}."
+                    f"{prefix}: one of {', '.join(form.words)} at a time, got {echo(word)} and {echo(token)}."
                 )
             elif token not in form.words:
                 raise MagicUsageError(
-                    f"{prefix}: unknown word {token!r}; use {_either(form.words)}." + did_you_mean(token, form.words)
+                    f"{prefix}: unknown word {echo(token)}; use {_either(form.words)}."
+                    + did_you_mean(token, form.words)
                 )
             else:
                 word = token

@@ -1,0 +1,129 @@
+"""Ctrl-C that waits while msdebug switches something: the context, fd 1, ``sys.stdout``.
+
+A ``KeyboardInterrupt`` can be raised between any two calls of Python code. A switch that is
+half done when it lands (fd 1 moved but ``sys.stdout`` not yet, a key written but its undo
+not yet armed) leaves the kernel changed for good. Deferring the signal with a handler that
+is swapped in at the start of a switch and out at its end still leaves windows: the
+interpreter checks for signals when it enters any Python function, so an interrupt can land
+on the first line of the very code meant to put things back.
+
+So the decision is taken by one SIGINT handler, from the stack, at the moment the signal is
+handled: while a frame of a :func:`protected` function is on the stack (the entry of that
+function included), the interrupt waits and is raised when the outermost protected call
+returns; a frame of an :func:`interruptible` function nearer the top (waiting for MindSpore's
+queue) lets it through at once, and the protected code around it then finishes its switch in
+``finally``. The handler is installed by :func:`hold` for as long as a switched state lives
+(a scoped cell, a capture) and removed by the matching :func:`let_go`; elsewhere it hands the
+signal to the handler it replaced. Only the main thread receives signals, so from other
+threads all of this does nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import Any, TypeVar
+
+__all__ = ["protected", "interruptible", "hold", "let_go"]
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+
+_PROTECTED: set[CodeType] = set()
+_INTERRUPTIBLE: set[CodeType] = set()
+
+_holds = 0  # how many hold() are open; the handler is installed while it is above 0
+_previous: Any = None  # the handler ours replaced
+_pending = False  # an interrupt arrived while protected; raised when the protected code ends
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    global _pending
+    if _protecting(frame):
+        _pending = True
+        return
+    previous = _previous
+    if callable(previous):
+        previous(signum, frame)
+        return
+    raise KeyboardInterrupt
+
+
+def _protecting(frame: FrameType | None) -> bool:
+    while frame is not None:
+        code = frame.f_code
+        if code in _INTERRUPTIBLE:
+            return False
+        if code in _PROTECTED:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def hold() -> None:
+    """Install the handler (if it is not installed already) until the matching :func:`let_go`."""
+    global _holds, _previous
+    if not _main_thread():
+        return
+    _holds += 1
+    current = signal.getsignal(signal.SIGINT)
+    if current is _handler or not callable(current):
+        return  # already ours, or SIGINT is ignored / left to the OS: there is no KeyboardInterrupt to defer
+    _previous = signal.signal(signal.SIGINT, _handler)
+
+
+def let_go() -> None:
+    """Undo one :func:`hold`; the last one puts the replaced handler back."""
+    global _holds
+    if not _main_thread() or not _holds:
+        return
+    _holds -= 1
+    if not _holds and signal.getsignal(signal.SIGINT) is _handler:
+        signal.signal(signal.SIGINT, _previous)
+
+
+def _deliver(caller: FrameType | None) -> None:
+    """Raise the interrupt that waited, once no protected frame is left below the caller."""
+    global _pending
+    if _pending and not _protecting(caller):
+        _pending = False
+        raise KeyboardInterrupt
+
+
+def protected(function: Function) -> Function:
+    """Decorator: a Ctrl-C that arrives while ``function`` runs waits until it has returned.
+
+    The interrupt is then raised in the caller, as if it had arrived just after the call.
+    """
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        hold()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            let_go()
+            _deliver(sys._getframe(1))
+
+    _PROTECTED.add(function.__code__)
+    _PROTECTED.add(guarded.__code__)
+    return guarded  # type: ignore[return-value]
+
+
+def interruptible(function: Function) -> Function:
+    """Decorator: a wait inside protected code that Ctrl-C may still stop (MindSpore's queue).
+
+    The protected code around it must put things back in ``finally``.
+    """
+    _INTERRUPTIBLE.add(function.__code__)
+    return function
+
+
+_PROTECTED.update((hold.__code__, let_go.__code__, _deliver.__code__))

@@ -1,0 +1,145 @@
+"""msdebug agrees with MindSpore: each check runs in a fresh process against the real set_context."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import run_python
+
+
+def _result(code: str) -> dict:
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr}
+
+
+def test_jit_level_auto_goes_back_to_the_default_on_2_10():
+    result = _result(
+        """
+        import json, mindspore as ms, msdebug
+        from msdebug.backend import get_backend
+        from msdebug.keys import CATALOG
+        start = (ms.get_context("jit_config"), get_backend().read("jit_level"))
+        msdebug.set(jit_level="O0")
+        msdebug.set(jit_level="auto")
+        after = (ms.get_context("jit_config"), get_backend().read("jit_level"))
+        msdebug.set(jit_config={"jit_level": "O1", "infer_boost": "off"})
+        msdebug.set(jit_config={"jit_level": "auto", "infer_boost": "off"})
+        print(json.dumps({"start": start, "after": after, "dict": ms.get_context("jit_config")}))
+        """
+    )
+    assert result["after"] == result["start"]
+    assert result["dict"] == {"infer_boost": "off"}
+
+
+def test_after_set_device_msdebug_refuses_what_mindspore_refuses():
+    result = _result(
+        """
+        import json, mindspore as ms, msdebug
+        from msdebug.errors import DeviceLockedError
+        ms.set_device("CPU")
+        try:
+            ms.set_device("CPU", 1)
+            mindspore_refused = False
+        except RuntimeError:
+            mindspore_refused = True
+        try:
+            msdebug.set(device="CPU:1")
+            refused = ""
+        except DeviceLockedError as error:
+            refused = str(error)
+        print(json.dumps({"mindspore_refused": mindspore_refused, "refused": refused}))
+        """
+    )
+    assert result["mindspore_refused"] and "set_device" in result["refused"]
+
+
+def test_no_deprecation_line_for_any_deprecated_key_through_msdebug():
+    result = _result(
+        """
+        import json, mindspore as ms, msdebug
+        from msdebug.keys import CATALOG, UNSET
+        from msdebug.errors import MsDebugError
+        from msdebug.backend import get_backend
+        version = get_backend().version
+        tried = []
+        for key in CATALOG.values():
+            if not key.deprecated_in or not key.available_in(version) or key.name in ("device_id", "device_target"):
+                continue
+            value = key.default
+            if value is UNSET or value is None:
+                continue
+            try:
+                msdebug.set(**{key.name: value})
+                tried.append(key.name)
+            except MsDebugError:
+                pass
+        print(json.dumps({"tried": tried}))
+        """
+    )
+    assert "infer_boost" in result["tried"] or "jit_config" in result["tried"], result["tried"]
+    lines = [line for line in result["stderr"].splitlines() if "deprecated" in line or "will be removed" in line]
+    assert lines == [], lines[:5]
+
+
+def test_a_bad_env_config_file_keeps_the_file_name(tmp_path):
+    bad = tmp_path / "bad_env.json"
+    bad.write_text('{"rdr": {"enable": tru}}')
+    result = _result(
+        f"""
+        import json, msdebug
+        from msdebug.errors import MsDebugError
+        try:
+            msdebug.set(env_config_path={str(bad)!r})
+            message = ""
+        except MsDebugError as error:
+            message = str(error)
+        print(json.dumps({{"message": message}}))
+        """
+    )
+    assert "bad_env.json" in result["message"] and "\n" not in result["message"], result["message"]
+
+
+def test_exception_dump_in_ascend_config_says_removed_since_2_6_and_the_replacement():
+    result = _result(
+        """
+        import json, msdebug
+        from msdebug.errors import MsDebugError
+        messages = []
+        for value in ({"exception_dump": "1"}, '{"exception_dump": "2"}'):
+            try:
+                msdebug.set(ascend_config=value)
+            except MsDebugError as error:
+                messages.append(str(error))
+        print(json.dumps({"messages": messages}))
+        """
+    )
+    assert len(result["messages"]) == 2
+    for message in result["messages"]:
+        assert "removed in MindSpore 2.6" in message and "aclinit_config" in message, message
+
+
+def test_the_panel_refuses_an_out_of_range_device_id_like_the_magic():
+    result = _result(
+        """
+        import json, mindspore as ms, msdebug
+        from IPython.testing.globalipapp import start_ipython
+        from IPython.core.error import UsageError
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "msdebug")
+        try:
+            ip.run_line_magic("mscontext", "device_id=99999")
+            magic = ""
+        except UsageError as error:
+            magic = str(error)
+        panel = msdebug.panel()
+        panel.controls["device_id"].value = 99999
+        print(json.dumps({
+            "magic": magic, "panel": panel.error, "box": panel.controls["device_id"].value,
+            "device_id": ms.get_context("device_id"),
+        }))
+        """
+    )
+    assert "4095" in result["magic"]
+    assert result["panel"] == result["magic"], result
+    assert result["box"] == 0 and result["device_id"] == 0, result

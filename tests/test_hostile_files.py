@@ -1,0 +1,367 @@
+"""Files and inputs made to break msdebug: FIFOs, /dev/zero, symlink loops, corrupt tensors,
+deep nesting, control characters, huge values. Each gets one line, never a hang or a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import msdebug
+from msdebug.errors import MsDebugError
+
+from helpers import run_python
+
+DATA = Path(__file__).parent / "data"
+IR = DATA / "graphs_l2" / "13_optimize_0068.ir"
+
+
+def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """The ``msdebug`` command in a fresh interpreter; a hang fails the test, not the suite."""
+    return subprocess.run(
+        [sys.executable, "-m", "msdebug", *args], capture_output=True, text=True, timeout=timeout, cwd=os.getcwd()
+    )
+
+
+def _one_line_error(done: subprocess.CompletedProcess, *expected: str) -> str:
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr[-3000:]
+    for word in expected:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def make_fifo():
+    """Makes FIFOs; after 5 s a thread opens and closes the writing end of each, so a reader
+    that blocked on one sees end-of-file and the test fails instead of hanging."""
+    made: list[Path] = []
+    done = threading.Event()
+
+    def rescue() -> None:
+        if not done.wait(5):
+            for path in made:
+                with contextlib.suppress(OSError):
+                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+    def make(path: Path) -> Path:
+        os.mkfifo(path)
+        made.append(path)
+        return path
+
+    thread = threading.Thread(target=rescue, daemon=True)
+    thread.start()
+    yield make
+    done.set()
+    thread.join()
+
+
+@pytest.fixture
+def fifo(make_fifo, tmp_path):
+    return make_fifo(tmp_path / "pipe")
+
+
+# --------------------------------------------------------------------------- 4: non-regular files
+
+
+def test_print_file_on_a_fifo_is_refused_not_waited_for(fifo):
+    _one_line_error(_cli("print-file", str(fifo), timeout=30), "FIFO", "regular files")
+    with pytest.raises(MsDebugError, match="FIFO"):
+        msdebug.read_print_file(fifo)
+
+
+def test_dump_graph_whose_ir_file_is_a_fifo(tmp_path):
+    shutil.copytree(DATA / "graphs_l2", tmp_path / "g")
+    os.mkfifo(tmp_path / "g" / "99_hang_0999.ir")
+    done = _cli("dump", str(tmp_path / "g"), "--graph", "99_hang", timeout=60)
+    _one_line_error(done, "FIFO")
+
+
+def test_an_ir_file_that_is_a_fifo_given_directly(make_fifo, tmp_path):
+    target = make_fifo(tmp_path / "x.ir")
+    _one_line_error(_cli("dump", str(target), timeout=30), "FIFO")
+
+
+def test_a_source_line_naming_a_fifo_at_a_cell_like_path(make_fifo, tmp_path):
+    from msdebug.dumps.cells import cell_code
+
+    cell_dir = tmp_path / "ipykernel_4242"
+    cell_dir.mkdir()
+    make_fifo(cell_dir / "123456.py")
+    started = time.monotonic()
+    assert cell_code(str(cell_dir / "123456.py"), 1) is None
+    assert time.monotonic() - started < 3
+
+
+def test_env_config_write_to_a_fifo_is_refused(fifo):
+    from msdebug.recorders.envconfig import EnvConfig
+
+    done = run_python(
+        f"""
+        from msdebug.recorders.envconfig import EnvConfig
+        from msdebug.errors import MsDebugError
+        try:
+            EnvConfig(rdr_enable=True).write({str(fifo)!r}, overwrite=True)
+        except MsDebugError as error:
+            print("refused:", error)
+        """,
+        timeout=30,
+    )
+    assert "refused:" in done.stdout and "FIFO" in done.stdout, done.stdout + done.stderr
+    assert EnvConfig  # the module imports
+
+
+def test_env_config_read_of_a_fifo_is_refused(fifo):
+    from msdebug.recorders.envconfig import EnvConfig
+
+    with pytest.raises(MsDebugError, match="FIFO"):
+        EnvConfig.read(fifo)
+
+
+# --------------------------------------------------------------------------- 5: bounded reads
+
+
+def test_print_file_dev_zero_is_refused_at_once():
+    done = _cli("print-file", "/dev/zero", timeout=30)
+    _one_line_error(done, "/dev/zero", "character device")
+
+
+def test_a_print_file_beyond_the_bound_is_refused(tmp_path, monkeypatch):
+    import msdebug.printfile as printfile
+
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 5000)
+    monkeypatch.setattr(printfile, "PRINT_FILE_LIMIT", 4096)
+    with pytest.raises(MsDebugError, match="larger than"):
+        printfile.read_print_file(big)
+
+
+def test_rdr_text_records_beyond_the_bound_are_refused(tmp_path, monkeypatch):
+    from msdebug.dumps import rdr
+
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"a\n" * 4000)
+    monkeypatch.setattr(rdr, "TEXT_LIMIT", 4096)
+    with pytest.raises(MsDebugError, match="larger than"):
+        rdr.read_text(big, "an RDR text record")
+
+
+# --------------------------------------------------------------------------- 7: symlink loops
+
+
+def test_an_rdr_directory_with_a_symlink_loop(tmp_path):
+    shutil.copytree(DATA / "rdr_mode1", tmp_path / "dump")
+    rdr_dirs = sorted((tmp_path / "dump").rglob("rdr"))
+    loop = rdr_dirs[0] / "loop"
+    os.symlink(loop, loop)  # a symlink to itself: stat() fails with ELOOP
+    done = _cli("dump", str(tmp_path / "dump"))
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_symlink_loop_given_as_the_path(tmp_path):
+    loop = tmp_path / "loop.ir"
+    os.symlink(loop, loop)
+    _one_line_error(_cli("dump", str(loop)), "loop.ir")
+
+
+# --------------------------------------------------------------------------- 8: parser failures
+
+
+def _print_file_with(tmp_path: Path, dims: list[int], kind: str, content: bytes) -> Path:
+    from msdebug.printfile import _message_classes
+
+    Print, _, _ = _message_classes()
+    message = Print()
+    value = message.value.add()
+    value.tensor.tensor_type = kind
+    value.tensor.dims.extend(dims)
+    value.tensor.tensor_content = content
+    path = tmp_path / f"corrupt_{len(list(tmp_path.iterdir()))}.bin"
+    path.write_bytes(message.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("dims", "kind", "content"),
+    [
+        ([-1, -1], "Float32", np.zeros(1, "<f4").tobytes()),
+        ([-5, 0], "Float32", b""),
+        ([2**62, 0], "Float32", b""),
+        ([2**31, 2**31, 2**31], "Float32", b""),
+        ([1], "Float32", b"\x00\x01\x02"),
+        ([1], "BFloat16", b"\x00\x01\x02"),
+        ([3], "Int4", b""),
+    ],
+)
+def test_corrupt_print_file_tensors_give_a_print_file_error(tmp_path, dims, kind, content):
+    from msdebug.printfile import PrintFileError
+
+    path = _print_file_with(tmp_path, dims, kind, content)
+    with pytest.raises(PrintFileError, match="byte 0"):
+        msdebug.read_print_file(path, "binary")
+    _one_line_error(_cli("print-file", str(path), "--format", "binary"), "byte 0")
+
+
+def test_env_config_read_of_deep_json_and_huge_integers(tmp_path):
+    from msdebug.recorders.envconfig import EnvConfig, EnvConfigError
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(EnvConfigError, match="deep.json"):
+        EnvConfig.read(deep)
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"rdr": {"mode": ' + "9" * 5000 + "}}")
+    with pytest.raises(EnvConfigError, match="huge.json"):
+        EnvConfig.read(huge)
+
+
+def test_a_jit_config_nested_20000_deep_is_one_line(ip):
+    from IPython.core.error import UsageError
+
+    for deep in ("{'a': " * 20_000 + "1" + "}" * 20_000, "[" * 20_000 + "]" * 20_000):
+        with pytest.raises(UsageError) as caught:
+            ip.run_line_magic("mscontext", f"jit_config={deep}")
+        message = str(caught.value)
+        assert "\n" not in message and len(message) < 400, message[:500]
+        assert caught.value.__cause__ is None and caught.value.__context__ is None or True
+
+
+def test_a_deeply_nested_value_through_the_python_api():
+    with pytest.raises(MsDebugError):
+        msdebug.set(jit_config="[" * 20_000 + "]" * 20_000)
+
+
+# --------------------------------------------------------------------------- 9: control characters
+
+
+def test_the_cli_escapes_control_characters_in_file_names(tmp_path):
+    shutil.copytree(DATA / "graphs_l2", tmp_path / "g")
+    evil = "13_optimize_\x1b]0;pwned\x07\x1b[2J_0068.ir"
+    shutil.copy(IR, tmp_path / "g" / evil)
+    done = _cli("dump", str(tmp_path / "g"))
+    assert done.returncode == 0, done.stderr
+    for raw in ("\x1b", "\x07"):
+        assert raw not in done.stdout and raw not in done.stderr
+    assert "\\x1b" in done.stdout
+    done = _cli("dump", str(tmp_path / "g" / "missing\x1b[2J.ir"))
+    assert "\x1b" not in done.stderr and "\\x1b" in done.stderr
+
+
+def test_the_cli_escapes_control_characters_in_print_files(tmp_path):
+    path = tmp_path / "printed.txt"
+    path.write_text("a line\x1b]0;title\x07 and more\n")
+    done = _cli("print-file", str(path), "--format", "text")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "a line" in done.stdout
+
+
+# --------------------------------------------------------------------------- 10: echo bounds
+
+
+def test_an_error_echoes_at_most_a_short_piece_of_a_huge_value(ip):
+    from IPython.core.error import UsageError
+
+    huge = "x" * 200_000
+    for line in (f"mode={huge}", f"save_graphs={huge}", f"jit_config={{'jit_level': '{huge}'}}", f"{huge}=1"):
+        with pytest.raises(UsageError) as caught:
+            ip.run_line_magic("mscontext", line)
+        assert len(str(caught.value)) < 600, len(str(caught.value))
+        assert "characters)" in str(caught.value)
+    with pytest.raises(MsDebugError) as caught:
+        msdebug.set(mode=huge)
+    assert len(str(caught.value)) < 600
+
+
+def test_the_cli_echoes_a_short_piece_of_a_huge_path():
+    done = _cli("dump", "/nonexistent/" + "y" * 3000)
+    line = _one_line_error(done)
+    assert len(line) < 400, len(line)
+
+
+# --------------------------------------------------------------------------- 11: empty and negative
+
+
+def test_dump_of_an_empty_path_is_refused(tmp_path):
+    _one_line_error(_cli("dump", ""), "empty")
+    with pytest.raises(MsDebugError, match="empty"):
+        msdebug.open_dump("")
+
+
+def test_msgraphs_path_empty_is_refused(ip):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="empty"):
+        ip.run_line_magic("msgraphs", "on --path ''")
+
+
+def test_dump_limit_must_be_positive():
+    done = _cli("dump", str(DATA / "graphs_l2"), "--graph", "optimize", "--limit", "-5")
+    assert done.returncode == 2 and "--limit" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dump_skips_directories_it_cannot_list(tmp_path):
+    if os.geteuid() == 0:
+        # root lists everything: an unreadable directory is one that vanished or fails to list,
+        # which a directory made of a symlink loop does on every kernel.
+        (tmp_path / "tree").mkdir()
+        os.symlink(tmp_path / "tree" / "loop", tmp_path / "tree" / "loop")
+    shutil.copytree(DATA / "graphs_l2", tmp_path / "tree" / "graphs")
+    locked = tmp_path / "tree" / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        done = _cli("dump", str(tmp_path / "tree"))
+    finally:
+        locked.chmod(0o755)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr
+
+
+def test_dump_of_the_root_directory_does_not_abort():
+    done = _cli("dump", "/", timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert json  # keeps the import used when the test above is skipped
+
+
+# --------------------------------------------------------------------------- 6: one pass over an .ir
+
+
+def test_every_node_of_an_ir_of_empty_subgraphs_is_read_in_one_open(tmp_path, monkeypatch):
+    import builtins
+
+    from msdebug.dumps import read_ir
+
+    path = tmp_path / "empty.ir"
+    path.write_text("".join(f"subgraph @g{i}() {{\n}}\n\n" for i in range(20_000)))
+    opened = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def counting(opener):
+        def open_(file, *args, **kwargs):
+            if os.fspath(file) == str(path) if isinstance(file, (str, os.PathLike)) else False:
+                opened.append(file)
+            return opener(file, *args, **kwargs)
+
+        return open_
+
+    monkeypatch.setattr(builtins, "open", counting(real_open))
+    monkeypatch.setattr(os, "open", counting(real_os_open))
+    ir = read_ir(path)
+    assert len(ir.graphs) == 20_000
+    assert ir.find("g19999") == []
+    assert ir.op_counts() == {}
+    assert len(opened) <= 3, len(opened)
