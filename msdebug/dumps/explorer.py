@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DumpError, DumpFormatError, MsDebugError, echo
-from ..files import MiB, read_regular
+from ..files import MiB, open_regular, read_regular
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
 
@@ -645,17 +644,10 @@ def _header_nodes(path: Path) -> int | None:
     """The node count an IR file's header states (cnodes less one Return per graph), read from
     its first 16 KiB: the chart of a dump with 100 MB stages costs no parse. None without one."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        with open_regular(path, DumpError) as handle:
+            head = handle.read(_HEAD_BYTES)
+    except (DumpError, OSError):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        head = os.read(fd, _HEAD_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     subgraphs, cnodes = _HEAD_SUBGRAPHS.search(head), _HEAD_CNODES.search(head)
     if subgraphs is None or cnodes is None:
         return None
