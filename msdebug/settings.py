@@ -288,6 +288,8 @@ def _canonical(backend: _backend.Backend, key: ContextKey) -> Any:
         return bool(backend.read(name)) or backend.launch_blocking()
     if not backend.readable(name):
         return backend.written.get(name, UNREAD)
+    if name == "device_id" and name in backend.written:
+        return backend.written[name]  # set with set_context(device_id=...): what get_context reports
     return key.kind.from_raw(_read(backend, name))
 
 
@@ -361,6 +363,10 @@ def state(changed_only: bool = False, all_keys: bool = False) -> ContextState:
 def _row_note(backend: _backend.Backend, key: ContextKey) -> str:
     if key.name == "pynative_synchronize" and backend.launch_blocking():
         return "on through mindspore.runtime.launch_blocking(), which cannot be undone"
+    if key.name == "device_id" and "device_id" in backend.written:
+        device = backend.device()
+        if backend.written["device_id"] != device.device_id:
+            return f"set with set_context(device_id=...); the device in use is {device} (device=TARGET:ID chooses it)"
     if key.freezes_on_read and not backend.readable(key.name):
         return (
             "as set by msdebug; not read back, reading it would freeze it"
@@ -434,7 +440,8 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
     plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
     if plan.device_named:
         plan.device = _plan_device(plan.shown, backend.device(), scoped)
-    target = plan.target = plan.device[0] if plan.device else backend.read("device_target")
+    chosen = plan.device is not None and plan.device[0] != "device_id"  # set_device picks a target
+    target = plan.target = plan.device[0] if chosen else backend.read("device_target")
     entries: dict[str, dict[str, Any]] = {}
     for name, value in plan.shown.items():
         if name in _DEVICE_KEYS:
@@ -483,7 +490,11 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
         return None  # already so: nothing to ask of MindSpore
     wanted = f"{target}:{0 if number is None else number}"  # set_device(target) means id 0
     cell = _backend.first_cell(target, number)
-
+    if set(shown) == {"device_id"} and not scoped and not device.started:
+        # The key the person typed keeps MindSpore's meaning: set_context(device_id=...) may be
+        # called again (MindSpore's own test_set_device_id sets 1, then 2); device= and the panel
+        # use set_device, which MindSpore allows once. After the first operator both are refused.
+        return "device_id", number
     if target not in device.supported:
         raise NotApplicableError(
             f"device: {target} is not available in this MindSpore build (it supports "
@@ -530,6 +541,8 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     named = [(name, key) for name, key in plan.keys.items() if name not in _DEVICE_KEYS]
     before = [_canonical(backend, key) for _, key in named]
     old_device = str(backend.device()) if plan.device_named else None
+    by_context = plan.device is not None and plan.device[0] == "device_id"  # set_context(device_id=...)
+    old_id = _canonical(backend, CATALOG["device_id"]) if by_context else None
     undo: list[tuple[str, Any]] = []
     try:
         for name, (key, value) in plan.values.items():
@@ -538,7 +551,9 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
                 continue  # already so: nothing to ask of MindSpore
             undo += touched
             _write(backend, name, value)
-        if plan.device is not None:
+        if by_context:
+            _write(backend, "device_id", plan.device[1])
+        elif plan.device is not None:
             backend.set_device(*plan.device)
     except BaseException:
         for name, raw in reversed(undo):
@@ -546,7 +561,12 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
                 _write_raw(backend, name, raw)
         raise
     target = plan.target
-    changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))] if plan.device_named else []
+    if by_context:
+        changes = [Change(CATALOG["device_id"], old_id, _canonical(backend, CATALOG["device_id"]))]
+    elif plan.device_named:
+        changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))]
+    else:
+        changes = []
     for (_, key), old in zip(named, before, strict=True):
         note = "" if key.applies_to(target) else f"no effect on {target}"
         changes.append(Change(key, old, _canonical(backend, key), note))

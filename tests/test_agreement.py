@@ -32,6 +32,27 @@ def test_jit_level_auto_goes_back_to_the_default_on_2_10():
     assert result["dict"] == {"infer_boost": "off"}
 
 
+def test_device_id_set_twice_as_mindspore_s_own_test_does():
+    # MindSpore's test_set_device_id: set_context(device_id=1), then 2, and reads 2. On CPU the
+    # device in use stays CPU:0 (get_current_device), and msdebug says so beside the value.
+    result = _result(
+        """
+        import json, mindspore as ms, msdebug
+        first = msdebug.set(device_id=1)
+        second = msdebug.set(device_id=2)
+        print(json.dumps({
+            "device_id": ms.get_context("device_id"), "msdebug": msdebug.get("device_id"),
+            "report": repr(second), "current": list(ms.get_current_device()),
+            "note": msdebug.describe("device_id").extra[-1],
+        }))
+        """
+    )
+    assert (result["device_id"], result["msdebug"], result["current"]) == (2, 2, ["CPU", 0])
+    assert result["report"] == "device_id: 1 → 2"
+    assert result["note"].startswith("set with set_context(device_id=...); the device in use is CPU:0")
+    assert "deprecated" not in result["stderr"]
+
+
 def test_after_set_device_msdebug_refuses_what_mindspore_refuses():
     result = _result(
         """

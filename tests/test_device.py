@@ -29,6 +29,7 @@ import mindspore as ms
 print("current:", tuple(ms.get_current_device()))
 magic("device=CPU:1")
 magic("device_id=2")
+magic("device=CPU:2")
 """
     )
     assert out[0].startswith("usage error: device: GPU is not available in this MindSpore build (it supports CPU)")
@@ -41,7 +42,10 @@ magic("device_id=2")
     assert out[2] == "ok: device: CPU:0 → CPU:1"
     assert out[3] == "current: ('CPU', 1)"
     assert out[4] == "ok: device: CPU:1 (unchanged)"
-    assert out[5] == (
+    # device_id alone keeps set_context's meaning, which MindSpore accepts again before the first
+    # operator (its own test_set_device_id); device= would be refused: set_device was called.
+    assert out[5] == "ok: device_id: 1 → 2"
+    assert out[6] == (
         "usage error: device: mindspore.set_device() already chose CPU:1 and can be called only once per "
         "process; restart the kernel and make this the first cell: import mindspore; mindspore.set_device('CPU', 2)"
     )

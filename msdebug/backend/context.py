@@ -228,6 +228,7 @@ class Backend:
             self.ms.set_device(target, device_id)
         except _MINDSPORE_ERRORS as error:
             raise _translate("device", f"{target}:{device_id}", error) from None
+        self.written.pop("device_id", None)  # set_device supersedes a set_context(device_id=...)
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:

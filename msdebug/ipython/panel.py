@@ -278,8 +278,15 @@ class Panel:
     def _write(self, control: controls.Control, value: Any) -> None:
         self.error = ""
         self._shown.pop(control.name, None)  # the widget now shows what was typed: re-show the real value
-        # On success apply() notifies every open panel, this one included.
-        self._settings.apply({control.name: controls.from_widget(control, value)})
+        value = controls.from_widget(control, value)
+        if control.name == "device_id":
+            # The panel chooses the device to run on, as device=TARGET:ID does (set_device);
+            # %mscontext device_id=N alone keeps set_context's meaning.
+            number = control.key.coerce(value)  # the key's own check and wording first, as the magic's
+            self._settings.apply({"device": f"{self.model.device.target}:{number}"})
+        else:
+            # On success apply() notifies every open panel, this one included.
+            self._settings.apply({control.name: value})
 
     def _pick_target(self, target: str, change) -> None:
         if not change["new"]:
