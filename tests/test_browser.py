@@ -19,6 +19,7 @@ def lab(tmp_path):
         cells = [
             "%load_ext msdebug\n%mscontext --panel",
             'import mindspore\nprint("mode is", mindspore.get_context("mode"))',
+            "%mscontext device=GPU:0",
         ]
         write_notebook(lab.root / "panel.ipynb", cells)
         yield lab
@@ -30,7 +31,7 @@ def test_clicking_graph_in_the_panel_sets_graph_mode(lab, tmp_path):
     started = time.monotonic()
     screenshot = tmp_path / "panel.png"
     with chromium() as page:
-        cells = open_notebook(page, lab, "panel.ipynb", cells=2)
+        cells = open_notebook(page, lab, "panel.ipynb", cells=3)
         panel = run_cell(page, cells, 0)
         graph = cells.nth(0).locator(".widget-toggle-button", has_text="GRAPH")
         expect(graph).to_be_visible()
@@ -45,5 +46,19 @@ def test_clicking_graph_in_the_panel_sets_graph_mode(lab, tmp_path):
         printed = output.inner_text()
         # The notebook scrolls inside its own panel: photograph the panel's output itself.
         panel.screenshot(path=str(screenshot))
+
+        # A long one-line UsageError breaks between words (msdebug's labextension style), not
+        # mid-word as JupyterLab's `word-break: break-all` for outputs would, and fits the width.
+        error = run_cell(page, cells, 2).locator("pre")
+        expect(error).to_contain_text("UsageError: device: GPU is not available")
+        style = error.evaluate(
+            "e => [getComputedStyle(e).wordBreak, e.scrollWidth <= e.clientWidth, e.getClientRects().length]"
+        )
+        assert style[:2] == ["normal", True], style
+        lines = error.evaluate(
+            "e => { const r = document.createRange(); r.selectNodeContents(e);"
+            " return [...r.getClientRects()].map(b => Math.round(b.top)).filter((t, i, a) => a.indexOf(t) === i).length; }"
+        )
+        assert lines > 1  # the ~190-character line does wrap at 1280 px
     print(f"screenshot: {screenshot} (browser test took {time.monotonic() - started:.1f} s)")
     assert printed.strip() == "mode is 0"
