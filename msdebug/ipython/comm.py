@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Any
 
-from .. import backend
+from .. import backend, interrupts
 from ..errors import MsDebugError
 
 # The message views are imported where a kernel is there: importing msdebug.views runs its
@@ -184,6 +184,7 @@ class StatusComm:
         for comm in list(self.comms.values()):
             self._send(comm, message)
 
+    @interrupts.protected  # a Ctrl-C inside ipykernel's send would leave a half-sent message
     def _send(self, comm, message: dict) -> None:
         try:
             comm.send(message)

@@ -117,6 +117,7 @@ class CellCapture:
         self.current = None
         self.ascend_offset: tuple[str, int] | None = None
         self.last = None
+        self._last_before = None
 
     def register(self) -> None:
         events = self.shell.events
@@ -152,6 +153,7 @@ class CellCapture:
         except MsDebugError as error:  # pragma: no cover - the environment refused (no memfd, no fds)
             print(f"msdebug: print capture is off for this cell: {error}")
             return
+        self._last_before = self.last  # what last_print() said when the cell began
         self.current = capture
 
     @interrupts.protected
@@ -169,7 +171,10 @@ class CellCapture:
             capture.__exit__(None, None, None)
         except KeyboardInterrupt:
             pass  # the wait for MindSpore's queue after the cell was stopped; the log says so
-        self.last = capture.log
+        # A %%msprint inside the cell captured (and showed) its own log, which is the cell's
+        # output then: the per-cell capture around it saw nothing, and must not replace it.
+        if capture.log is not None and (capture.log.text or self.last is self._last_before):
+            self.last = capture.log
 
     def _show_ascend(self, path: str, offset: int) -> None:
         """Show what MindSpore appended to its binary print file during the cell."""
