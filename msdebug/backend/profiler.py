@@ -82,8 +82,12 @@ class ProfilerSession:
         self.output, self.analyse = output, analyse
         self.running = False
 
+    _profiler: Any  # MindSpore's profiler object, made by each adapter
+
     def start(self) -> None:
-        raise NotImplementedError
+        with _device_id_unfrozen():
+            self._profiler.start()
+        self.running = True
 
     def stop(self) -> None:
         raise NotImplementedError
@@ -103,11 +107,6 @@ class _ProfileApi(ProfilerSession):
                 on_trace_ready=tensorboard_trace_handler(output, analyse_flag=analyse),
             )
 
-    def start(self) -> None:
-        with _device_id_unfrozen():
-            self._profiler.start()
-        self.running = True
-
     def stop(self) -> None:
         self.running = False
         with _device_id_unfrozen():
@@ -121,11 +120,6 @@ class _LegacyApi(ProfilerSession):
         super().__init__(output, analyse)
         with _device_id_unfrozen():
             self._profiler = _ms().Profiler(start_profile=False, output_path=output)
-
-    def start(self) -> None:
-        with _device_id_unfrozen():
-            self._profiler.start()
-        self.running = True
 
     def stop(self) -> None:
         self.running = False
