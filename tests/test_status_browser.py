@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import labextension_missing
 from lab import browser_marks, chromium, jupyterlab, open_notebook, run_cell, write_notebook
 
-pytestmark = browser_marks
+pytestmark = [*browser_marks, pytest.mark.skipif(bool(labextension_missing()), reason=labextension_missing() or "")]
 
 ITEM = "#jp-main-statusbar .msdebug-StatusItem"
 GREYED = re.compile(r"\bmsdebug-mod-greyed\b")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import labextension_missing
+
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = ROOT / "extension"
 
@@ -27,8 +29,9 @@ def _tool(name: str) -> str | None:
 
 def test_the_pure_modules_pass_their_unit_tests():
     jlpm = _tool("jlpm")
-    if shutil.which("node") is None or jlpm is None:
-        pytest.skip("needs node and JupyterLab's jlpm")
+    if shutil.which("node") is None:
+        pytest.skip(f"jest needs node; {labextension_missing() or 'node is missing'}")
+    assert jlpm is not None, "JupyterLab's jlpm is missing from this environment (pip install -e '.[test]')"
     if not (EXTENSION / "node_modules" / ".bin" / "jest").exists():
         pytest.skip("extension/node_modules is missing: pip install -e . (or jlpm install in extension/) installs it")
     result = subprocess.run([jlpm, "test", "--ci"], cwd=EXTENSION, capture_output=True, text=True, timeout=300)
@@ -48,6 +51,8 @@ def test_one_version_for_python_and_npm():
 
 def test_jupyterlab_lists_the_labextension_enabled():
     """What ``pip install .``, ``pip install -e .`` and a wheel must give (CI installs with -e)."""
+    if why := labextension_missing():
+        pytest.skip(why)
     result = subprocess.run(
         [sys.executable, "-m", "jupyter", "labextension", "list"],
         capture_output=True,
