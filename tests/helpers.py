@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 
@@ -73,7 +74,10 @@ class Kernel:
 
     def run(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
         """Execute ``code``; returns the reply status and the iopub outputs of that request."""
-        msg_id = self.client.execute(code)
+        return self.finish(self.client.execute(code), timeout)
+
+    def finish(self, msg_id: str, timeout: float = 300) -> tuple[str, list[dict]]:
+        """Wait for the request ``msg_id`` to end; returns its reply status and iopub outputs."""
         outputs = []
         while True:
             msg = self.client.get_iopub_msg(timeout=timeout)
@@ -88,6 +92,19 @@ class Kernel:
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.client.get_shell_msg(timeout=timeout)
         return reply["content"]["status"], outputs
+
+    def start_until(self, code: str, marker: str, timeout: float = 300) -> str:
+        """Start ``code`` and return its msg_id once it has created the file ``marker`` in the
+        kernel's directory: an event, so an interrupt sent next lands inside the cell however
+        slow the machine is (a cell's output may be captured until it ends; a file is not)."""
+        path = os.path.join(self.cwd, marker)
+        msg_id = self.client.execute(code)
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            assert time.monotonic() < deadline, f"the cell did not reach {marker!r} in {timeout} s"
+            assert self.manager.is_alive(), "the kernel died before the cell reached its marker"
+            time.sleep(0.02)
+        return msg_id
 
     def complete(self, code: str) -> tuple[list[str], str]:
         """``complete_request`` at the end of ``code``: matches and the text they replace."""

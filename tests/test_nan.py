@@ -763,12 +763,11 @@ def test_too_late_in_a_kernel_says_the_first_cell_and_pynative_helps(tmp_path):
         status, outputs = kernel.run("import msdebug; print(msdebug.get('mode'))")
         assert _outputs_text(outputs).strip() == "0"  # back to GRAPH
         # A real interrupt (SIGINT from the kernel manager) in the middle of hooked ops.
-        msg_id = kernel.client.execute(
-            "%%msnan --pynative\nt = ms.Tensor(np.ones(4, np.float32))\nwhile True:\n    t = ops.sqrt(t)"
+        msg_id = kernel.start_until(
+            "%%msnan --pynative\nt = ms.Tensor(np.ones(4, np.float32))\nt = ops.sqrt(t)\n"
+            "open('hooked', 'w').close()\nwhile True:\n    t = ops.sqrt(t)",
+            "hooked",
         )
-        import time
-
-        time.sleep(6)
         kernel.manager.interrupt_kernel()
         reply = kernel.client.get_shell_msg(timeout=120)
         while reply["parent_header"].get("msg_id") != msg_id:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 
 import mindspore as ms
 import nbformat
@@ -91,12 +90,12 @@ def test_one_clean_traceback_in_a_real_kernel(kernel):
 
 def test_a_real_interrupt_restores_the_context(kernel):
     kernel.run("%load_ext msdebug\n%mscontext mode=pynative")
-    timer = threading.Timer(3.0, kernel.manager.interrupt_kernel)
-    timer.start()
-    try:
-        status, outputs = kernel.run("%%mscontext mode=graph save_graphs=3\nimport time\ntime.sleep(60)")
-    finally:
-        timer.cancel()
+    msg_id = kernel.start_until(
+        "%%mscontext mode=graph save_graphs=3\nimport time\nopen('inside', 'w').close()\nwhile True:\n    time.sleep(0.01)",
+        "inside",
+    )
+    kernel.manager.interrupt_kernel()
+    status, outputs = kernel.finish(msg_id)
     assert status == "error"
     assert [out["ename"] for out in outputs if out["type"] == "error"] == ["KeyboardInterrupt"]
     status, outputs = kernel.run("import mindspore as ms; (ms.get_context('mode'), ms.get_context('save_graphs'))")
