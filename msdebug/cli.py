@@ -13,7 +13,13 @@ import time
 from . import __version__, backend
 from .errors import echo
 
-__all__ = ["main", "environment_lines", "printable"]
+__all__ = ["main", "environment_lines", "printable", "status_bar_missing"]
+
+#: Said wherever the JupyterLab status bar is missing (``msdebug info``, the tests that need it).
+STATUS_BAR_MISSING = (
+    "the JupyterLab status bar is not built: Node.js 20+ with npm was missing when msdebug was installed "
+    "(apt-get install nodejs npm, then pip install -e . again)"
+)
 
 # C0 and C1 control characters (but newline and tab) and the bidi overrides: a dump's file
 # name or a print file's text must not retitle, clear or reorder the terminal it is shown in.
@@ -45,9 +51,20 @@ def environment_lines() -> list[str]:
         )
     mindspore = backend.installed_version()
     lines.append(f"MindSpore {mindspore}" if mindspore else f"MindSpore not installed; {backend.INSTALL_HINT}")
+    lines.append(f"JupyterLab status bar: {status_bar_missing() or 'installed'}")
     level = os.environ.get("GLOG_v")
     lines.append(f"GLOG_v={level}" if level is not None else "GLOG_v not set (MindSpore logs WARNING and above)")
     return lines
+
+
+def status_bar_missing() -> str | None:
+    """Why the status-bar labextension is absent (``pip install -e .`` without node builds
+    none: hatch-jupyter-builder's ``optional-editable-build``); None when it is there."""
+    from pathlib import Path
+
+    beside = Path(__file__).resolve().parent / "labextension" / "package.json"  # editable installs
+    shared = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "msdebug" / "package.json"  # wheels
+    return None if beside.is_file() or shared.is_file() else STATUS_BAR_MISSING
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from pathlib import Path
 
 
 def kernel_env() -> dict[str, str]:
@@ -132,19 +131,12 @@ def text_of(outputs: list[dict], kind: str = "stream", name: str | None = None) 
 
 
 def labextension_missing() -> str | None:
-    """Why the status-bar labextension is absent, when it may be; None when it is built.
+    """Why the status-bar labextension is absent, where a machine without node explains it.
 
     ``pip install -e .`` builds it with node; without node the build is optional
     (hatch-jupyter-builder's ``optional-editable-build``) and the extension is left out. With
-    node on the machine a missing build is a failure, never a skip.
+    node on the machine a missing build is a failure, never a skip: None.
     """
-    import msdebug
+    from msdebug.cli import status_bar_missing
 
-    built = Path(msdebug.__file__).resolve().parent / "labextension" / "package.json"
-    installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "msdebug" / "package.json"
-    if built.is_file() or installed.is_file() or shutil.which("node") is not None:
-        return None
-    return (
-        "the JupyterLab status bar is not built: Node.js 20+ with npm was missing when msdebug was installed "
-        "(apt-get install nodejs npm, then pip install -e . again)"
-    )
+    return None if shutil.which("node") is not None else status_bar_missing()

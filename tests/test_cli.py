@@ -11,7 +11,7 @@ import numpy as np
 
 import msdebug
 
-from helpers import kernel_env
+from helpers import kernel_env, labextension_missing
 
 
 def msdebug_command(*args: str) -> subprocess.CompletedProcess:
@@ -27,6 +27,8 @@ def test_info_prints_versions_device_and_the_table():
     assert f"numpy {np.__version__}" in lines
     assert f"MindSpore {ms.__version__}" in lines
     assert "device CPU:0 (this build supports CPU)" in lines
+    # With node the install built the status bar; without, info says why it is missing.
+    assert f"JupyterLab status bar: {labextension_missing() or 'installed'}" in lines
     assert f"MindSpore {ms.__version__} · PYNATIVE · CPU:0 · sync off · runtime not started" in lines
     for title in ("Execution", "Device", "Debugging and dumps", "Memory", "Threads and timeouts"):
         assert title in lines
