@@ -202,8 +202,8 @@ def test_a_loop_of_scoped_settings_sends_few_messages(frontend):
     )
     loop_s = float(printed)
     shown = [s["mode"] for s in states(sent)]
-    assert shown[0] == "GRAPH"  # the first change of a cell shows at once
-    assert shown[-1] == "PYNATIVE"  # the end of the cell always sends the final state
+    assert shown[:1] == ["GRAPH"], shown  # the first change of a cell shows at once
+    assert shown[-1:] == ["PYNATIVE"], shown  # the end of the cell always sends the final state
     # In between, at most one message per MIN_INTERVAL_S of the loop's own run time, on a
     # machine of any speed (400 changes without the throttle).
     assert len(shown) <= 2 + loop_s / MIN_INTERVAL_S, (len(shown), loop_s)
