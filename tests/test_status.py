@@ -2,20 +2,42 @@
 
 The test plays the front end: it opens a comm from the client side (a ``comm_open`` on
 the shell channel, as JupyterLab's ``kernel.createComm`` does), sends commands on it, and
-reads the ``comm_msg`` messages the kernel publishes on iopub.
+reads the ``comm_msg`` messages the kernel publishes on iopub. Every message either side
+sends is checked against the protocol's one description, ``msdebug/views/status.schema.json``;
+the messages jest parses (``extension/test/messages.json``) are the ones Python writes here.
+
+``MSDEBUG_UPDATE_FIXTURES=1`` rewrites ``extension/test/messages.json`` after a change to
+the messages (jest then checks ``extension/src/protocol.ts`` against the new ones).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
+from pathlib import Path
 
+import jsonschema  # comes with nbformat (a test dependency); msdebug itself never validates
 import pytest
 
-from msdebug.views.status import PROTOCOL, reply_message, state_message, unloaded_state
+from msdebug.ipython.comm import MIN_INTERVAL_S
+from msdebug.views.status import PROTOCOL, reply_message, schema, state_message, unloaded_state
 
 from helpers import Kernel
 
 pytestmark = pytest.mark.kernel
+
+FIXTURES = Path(__file__).resolve().parent.parent / "extension" / "test" / "messages.json"
+_VALIDATOR = jsonschema.Draft202012Validator(schema())
+
+
+def valid(message: dict) -> dict:
+    """``message`` if the protocol's schema accepts it; else the test fails with every reason."""
+    problems = sorted(
+        f"{'/'.join(map(str, e.absolute_path)) or '(message)'}: {e.message}" for e in _VALIDATOR.iter_errors(message)
+    )
+    assert not problems, f"{message} breaks status.schema.json: {problems}"
+    return message
 
 
 class Frontend:
@@ -54,18 +76,26 @@ class Frontend:
 
     def run(self, code: str) -> tuple[list[dict], list[dict]]:
         """Run a cell; returns the messages on this comm and all iopub messages of the cell."""
-        msg_id = self.kernel.client.execute(code)
-        messages = self._collect(msg_id)
-        reply = self.kernel.client.get_shell_msg(timeout=300)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.kernel.client.get_shell_msg(timeout=300)
-        assert reply["content"]["status"] == "ok", messages
-        return self.mine(messages), messages
+        ((sent, messages),) = self.run_queued(code)
+        return sent, messages
+
+    def run_queued(self, *cells: str) -> list[tuple[list[dict], list[dict]]]:
+        """Send every cell at once (the kernel runs each straight after the one before, as
+        Run All does); returns what :meth:`run` returns, for each cell."""
+        client = self.kernel.client
+        ids = [client.execute(code) for code in cells]
+        results = [self._collect(msg_id) for msg_id in ids]
+        for msg_id, messages in zip(ids, results, strict=True):
+            reply = client.get_shell_msg(timeout=300)
+            while reply["parent_header"].get("msg_id") != msg_id:
+                reply = client.get_shell_msg(timeout=300)
+            assert reply["content"]["status"] == "ok", messages
+        return [(self.mine(messages), messages) for messages in results]
 
     def mine(self, messages: list[dict]) -> list[dict]:
-        """The data of every comm_msg on this front end's comm."""
+        """The data of every comm_msg on this front end's comm, each checked against the schema."""
         return [
-            m["content"]["data"]
+            valid(m["content"]["data"])
             for m in messages
             if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == self.comm_id
         ]
@@ -90,7 +120,7 @@ def test_loading_opens_a_comm_and_connecting_sends_the_state(frontend):
     _, messages = frontend.run("%load_ext msdebug")
     opened = [m for m in messages if m["msg_type"] == "comm_open"]
     assert [m["content"]["target_name"] for m in opened] == ["msdebug"]
-    first = opened[0]["content"]["data"]
+    first = valid(opened[0]["content"]["data"])
     assert first["protocol"] == PROTOCOL and first["kind"] == "state"
     # MindSpore is not imported yet: the state says so without importing it.
     assert first["state"]["mindspore"] is None
@@ -137,16 +167,46 @@ def test_every_kind_of_change_sends_one_message(frontend, code, mode):
 
 
 def test_a_scoped_cell_shows_while_it_runs_and_its_restore_follows(frontend):
-    sent, _ = frontend.run("%%mscontext mode=graph pynative_synchronize=on\nimport time; time.sleep(0.3)")
-    assert [(s["mode"], s["sync"]) for s in states(sent)] == [("GRAPH", True), ("PYNATIVE", False)]
+    # The scoped cell runs straight after a cell that sent a state: the interval between
+    # messages counts within one cell only, so the scope still shows before the body runs.
+    (before, _), (_, messages) = frontend.run_queued(
+        "%mscontext mode=graph",
+        "%%mscontext mode=pynative pynative_synchronize=on\nprint('body', flush=True)",
+    )
+    assert [s["mode"] for s in states(before)] == ["GRAPH"]
+    order = [
+        ("state", m["content"]["data"]["state"]["mode"], m["content"]["data"]["state"]["sync"])
+        if m["msg_type"] == "comm_msg"
+        else ("stream", m["content"]["text"])
+        for m in messages
+        if (m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+        or (m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == frontend.comm_id)
+    ]
+    assert order == [("state", "PYNATIVE", True), ("stream", "body\n"), ("state", "GRAPH", False)]
+    sent, _ = frontend.run("%mscontext mode=pynative")
+    assert [s["mode"] for s in states(sent)] == ["PYNATIVE"]
 
 
 def test_a_loop_of_scoped_settings_sends_few_messages(frontend):
-    code = "for _ in range(200):\n    with msdebug.context(mode='graph'):\n        pass"
-    sent, _ = frontend.run(code)
+    code = (
+        "import time, msdebug\n"
+        "start = time.monotonic()\n"
+        "for _ in range(200):\n"
+        "    with msdebug.context(mode='graph'):\n"
+        "        pass\n"
+        "print(time.monotonic() - start)"
+    )
+    sent, messages = frontend.run(code)
+    printed = "".join(
+        m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == "stdout"
+    )
+    loop_s = float(printed)
     shown = [s["mode"] for s in states(sent)]
-    assert 1 <= len(shown) <= 10
-    assert shown[-1] == "PYNATIVE"  # the end of the cell always sends the final state
+    assert shown[:1] == ["GRAPH"], shown  # the first change of a cell shows at once
+    assert shown[-1:] == ["PYNATIVE"], shown  # the end of the cell always sends the final state
+    # In between, at most one message per MIN_INTERVAL_S of the loop's own run time, on a
+    # machine of any speed (400 changes without the throttle).
+    assert len(shown) <= 2 + loop_s / MIN_INTERVAL_S, (len(shown), loop_s)
 
 
 def test_print_capture_follows_msprint(frontend):
@@ -241,13 +301,21 @@ def test_the_views_package_names_what_views_context_renders():
 
 
 def test_a_terminal_ipython_has_no_comm(ip):
+    from msdebug import settings
     from msdebug.ipython import comm
     from msdebug.views import status
 
     assert getattr(ip, "kernel", None) is None
     assert id(ip) not in comm._active
     assert comm.TARGET == status.TARGET == "msdebug"
-    ip.run_line_magic("mscontext", "mode=graph")  # the listener machinery is not involved
+    ip.run_line_magic("mscontext", "mode=graph")
+    assert settings.get("mode") == 0  # the magic worked ...
+    # ... and the listener machinery is not involved: no status comm, none following the context.
+    assert id(ip) not in comm._active
+    listeners = [ref() for ref in settings._eager + settings._listeners]
+    assert not [f for f in listeners if isinstance(getattr(f, "__self__", None), comm.StatusComm)]
+    hooks = [f for callbacks in ip.events.callbacks.values() for f in callbacks]
+    assert not [f for f in hooks if isinstance(getattr(f, "__self__", None), comm.StatusComm)]
 
 
 # --------------------------------------------------------------------------- the pure view
@@ -304,3 +372,76 @@ def test_the_state_message_has_what_the_front_end_parses():
     }
     assert unloaded_state(None, print_capture=False)["state"]["summary"] == "MindSpore is not installed"
     assert reply_message("x", "bad") == {"protocol": PROTOCOL, "kind": "reply", "id": -1, "ok": False, "error": "bad"}
+
+
+def test_what_the_views_build_is_what_the_schema_describes():
+    message = state_message(_State(), print_capture=False, device_fixed="", first_cell="")
+    valid(message)
+    valid(unloaded_state("2.10.0", print_capture=True))
+    valid(unloaded_state(None, print_capture=False))
+    valid(reply_message(3))
+    valid(reply_message(None, "mode: expected graph or pynative"))
+    # Renamed, missing or mistyped fields, and another version, are what the schema is for.
+    state = message["state"]
+    for broken in (
+        {**message, "protocol": PROTOCOL + 1},
+        {**message, "state": {**state, "sync": "off"}},
+        {**message, "state": {k: v for k, v in state.items() if k != "first_cell"}},
+        {**message, "state": {**state, "device_fix": ""}},
+    ):
+        assert list(_VALIDATOR.iter_errors(broken)), broken
+
+
+def test_the_schema_is_the_one_for_this_protocol_and_these_commands():
+    from msdebug.ipython import comm
+
+    jsonschema.Draft202012Validator.check_schema(schema())
+    definitions = schema()["$defs"]
+    assert definitions["protocol"]["const"] == PROTOCOL
+    actions = [variant["properties"]["action"]["const"] for variant in definitions["command"]["oneOf"]]
+    assert tuple(actions) == comm._ACTIONS
+    # What the kernel carries out is what the schema allows the front end to send.
+    valid({"protocol": PROTOCOL, "kind": "command", "id": 1, "action": "set", "values": {"mode": "graph"}})
+    valid({"protocol": PROTOCOL, "kind": "command", "id": 2, "action": "print_capture", "value": True})
+
+
+def python_messages() -> dict[str, dict]:
+    """The messages jest parses (extension/test/messages.json), built by the real code:
+    msdebug's ContextState and device facts, the views' message functions."""
+    from msdebug import backend, keys, settings
+
+    def context(mode: int, device: backend.DeviceState, sync: bool, launch_blocking: bool, capture: bool) -> dict:
+        row = settings.Row(key=keys.CATALOG["mode"], value=mode, default=1, changed=mode != 1, applies=True)
+        state = settings.ContextState(
+            version="2.10.0", device=device, sync=sync, launch_blocking=launch_blocking, rows=(row,)
+        )
+        return state_message(
+            state,
+            print_capture=capture,
+            device_fixed=settings.device_lock(device),
+            first_cell=backend.first_cell(device.target, device.device_id),
+        )
+
+    fresh = backend.DeviceState("CPU", 0, configured=False, started=False, supported=("CPU",))
+    started = fresh._replace(configured=True, started=True)
+    return {
+        "state": context(1, fresh, sync=False, launch_blocking=False, capture=False),
+        "state_fixed": context(0, started, sync=False, launch_blocking=True, capture=True),
+        "state_not_imported": unloaded_state("2.10.0", print_capture=False),
+        "state_not_installed": unloaded_state(None, print_capture=True),
+        "reply_ok": reply_message(4),
+        "reply_error": reply_message(5, "mode: 'fast' is not allowed; allowed: graph, pynative"),
+        "reply_without_id": reply_message(None, "msdebug: expected a command message"),
+    }
+
+
+def test_jest_parses_the_messages_python_writes():
+    """extension/test/messages.json is what the views build today (MSDEBUG_UPDATE_FIXTURES=1
+    rewrites it); jest reads it with extension/src/protocol.ts."""
+    messages = {name: valid(message) for name, message in python_messages().items()}
+    if os.environ.get("MSDEBUG_UPDATE_FIXTURES"):
+        FIXTURES.write_text(json.dumps(messages, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    stored = json.loads(FIXTURES.read_text(encoding="utf-8"))
+    assert stored == messages, (
+        "extension/test/messages.json is stale: MSDEBUG_UPDATE_FIXTURES=1 pytest tests/test_status.py -k jest rewrites it"
+    )

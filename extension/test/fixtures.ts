@@ -1,21 +1,25 @@
-/** Messages as msdebug/views/status.py builds them (tests/test_status.py checks the Python side). */
+/**
+ * The messages msdebug/views/status.py builds, as Python wrote them (tests/test_status.py
+ * fails when they differ from what Python builds today; MSDEBUG_UPDATE_FIXTURES=1 rewrites
+ * them), and the protocol's schema, msdebug/views/status.schema.json.
+ */
+import messages from './messages.json';
+import statusSchema from '../../msdebug/views/status.schema.json';
+
+import type { Schema } from './schema';
+
+export const SCHEMA: Schema = statusSchema;
+
+/** Every message Python wrote, by name (`state`, `reply_ok` ...). */
+export const PYTHON_MESSAGES: Record<string, Record<string, unknown>> = messages;
+
+/** A copy of one message Python wrote. */
+export function pythonMessage(name: keyof typeof messages): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(messages[name]));
+}
+
+/** Python's `state` message (PyNative on CPU:0, nothing fixed), with `overrides` in its state. */
 export function stateMessage(overrides: Record<string, unknown> = {}, protocol: unknown = 1): Record<string, unknown> {
-  return {
-    protocol,
-    kind: 'state',
-    state: {
-      mindspore: '2.10.0',
-      installed: '2.10.0',
-      mode: 'PYNATIVE',
-      device: 'CPU:0',
-      device_fixed: '',
-      sync: false,
-      sync_fixed: '',
-      runtime_started: false,
-      print_capture: false,
-      summary: 'MindSpore 2.10.0 · PYNATIVE · CPU:0 · sync off · runtime not started',
-      first_cell: "import mindspore; mindspore.set_device('CPU', 0)",
-      ...overrides
-    }
-  };
+  const message = pythonMessage('state');
+  return { ...message, protocol, state: { ...(message.state as Record<string, unknown>), ...overrides } };
 }

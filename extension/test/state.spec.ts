@@ -1,5 +1,5 @@
 import { INITIAL, ItemState, actionFor, actionLabel, disabledReason, firstCell, next } from '../src/state';
-import { stateMessage } from './fixtures';
+import { pythonMessage, stateMessage } from './fixtures';
 
 function ready(overrides: Record<string, unknown> = {}): ItemState {
   return next(next(INITIAL, { type: 'kernel', present: true }), { type: 'message', data: stateMessage(overrides) });
@@ -36,9 +36,7 @@ describe('next', () => {
 
   it('keeps the state on a reply (the kernel pushes the new state itself)', () => {
     const before = ready();
-    expect(next(before, { type: 'message', data: { protocol: 1, kind: 'reply', id: 1, ok: true, error: '' } })).toBe(
-      before
-    );
+    expect(next(before, { type: 'message', data: pythonMessage('reply_ok') })).toBe(before);
   });
 });
 

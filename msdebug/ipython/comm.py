@@ -15,6 +15,7 @@ by the end of the cell).
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 import warnings
@@ -30,7 +31,8 @@ TARGET = "msdebug"  # the same as views.status.TARGET (tests/test_status.py chec
 __all__ = ["MIN_INTERVAL_S", "StatusComm", "register", "unregister"]
 
 #: While a cell runs, at most one message per this many seconds (a loop of scoped settings
-#: must not flood the front end); the end of the cell always sends the final state.
+#: must not flood the front end); the first change a cell makes is sent at once, and the end
+#: of the cell always sends the final state.
 MIN_INTERVAL_S = 0.05
 
 _ACTIONS = ("set", "print_capture")
@@ -46,7 +48,7 @@ class StatusComm:
         self.comms: dict[str, Any] = {}
         self.sent: dict | None = None  # the last state message sent
         self.read: tuple | None = None  # what it was built from
-        self.sent_at = 0.0
+        self.sent_at = -math.inf  # when a running cell last sent one (other sends do not throttle)
         self._unsubscribe = None
 
     # ------------------------------------------------------------------ lifetime
@@ -66,7 +68,7 @@ class StatusComm:
             warnings.warn(f"msdebug: the status bar comm could not open: {error!r}", RuntimeWarning, stacklevel=2)
             return
         self._use(comm)
-        self.read, self.sent, self.sent_at = reading, message, time.monotonic()
+        self.read, self.sent = reading, message
 
     def unregister(self) -> None:
         """Undo :meth:`register`: close every comm, drop the target and the listener."""
@@ -83,7 +85,7 @@ class StatusComm:
         self._use(comm)
         self.read = self.reading()
         message = self.message(self.read)
-        self.sent, self.sent_at = message, time.monotonic()
+        self.sent = message
         self._send(comm, message)
 
     def _use(self, comm) -> None:
@@ -167,8 +169,13 @@ class StatusComm:
         if not self.comms:
             return
         settings = sys.modules.get("msdebug.settings")
+        held = settings is not None and settings.holding()
         now = time.monotonic()
-        if settings is not None and settings.holding() and now - self.sent_at < MIN_INTERVAL_S:
+        if not held:
+            # Between cells (the end of one included): only a running cell's own sends count
+            # against the interval, so the next cell's first change shows at once.
+            self.sent_at = -math.inf
+        elif now - self.sent_at < MIN_INTERVAL_S:
             return  # the end of the cell sends what is left
         try:
             reading = self.reading()
@@ -180,7 +187,9 @@ class StatusComm:
         self.read = reading
         if message == self.sent:
             return
-        self.sent, self.sent_at = message, now
+        self.sent = message
+        if held:
+            self.sent_at = now
         for comm in list(self.comms.values()):
             self._send(comm, message)
 

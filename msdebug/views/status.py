@@ -1,5 +1,10 @@
 """The status bar's messages: MindSpore's context as the small, versioned JSON that
-JupyterLab's status item reads (``extension/src/protocol.ts`` parses the same fields).
+JupyterLab's status item reads.
+
+``status.schema.json`` beside this module is the one description of the protocol (every
+message, both directions): pytest validates what these functions build against it, and
+jest checks that ``extension/src/protocol.ts`` reads exactly its fields, from messages
+these functions wrote (``extension/test/messages.json``, kept current by tests/test_status.py).
 
 Pure: dictionaries in, dictionaries out; the kernel side (``msdebug/ipython/comm.py``)
 sends them over the ``msdebug`` comm.
@@ -7,9 +12,11 @@ sends them over the ``msdebug`` comm.
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from typing import Any
 
-__all__ = ["PROTOCOL", "TARGET", "reply_message", "state_message", "unloaded_state"]
+__all__ = ["PROTOCOL", "TARGET", "reply_message", "schema", "state_message", "unloaded_state"]
 
 #: The comm target the kernel registers, and the front end opens.
 TARGET = "msdebug"
@@ -81,6 +88,11 @@ def unloaded_state(installed: str | None, *, print_capture: bool) -> dict:
 def reply_message(request_id: Any, error: str = "") -> dict:
     """The answer to one command: ``ok`` with an empty ``error``, or the one-line error."""
     return _message("reply", id=request_id if isinstance(request_id, int) else -1, ok=not error, error=error)
+
+
+def schema() -> dict:
+    """The protocol's JSON Schema (``status.schema.json``, shipped in the package)."""
+    return json.loads(resources.files(__package__).joinpath("status.schema.json").read_text(encoding="utf-8"))
 
 
 def _message(kind: str, **fields: Any) -> dict:
