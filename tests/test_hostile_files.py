@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -235,7 +236,12 @@ def test_a_jit_config_nested_20000_deep_is_one_line(ip):
             ip.run_line_magic("mscontext", f"jit_config={deep}")
         message = str(caught.value)
         assert "\n" not in message and len(message) < 400, message[:500]
-        assert caught.value.__cause__ is None and caught.value.__context__ is None or True
+        assert "nested too deeply" in message or "expected a dict" in message, message[:500]
+        # Nothing chained: no RecursionError (nor msdebug's own error) travels with the
+        # UsageError, so no traceback can show one, and its frames are not kept alive.
+        assert caught.value.__cause__ is None and caught.value.__context__ is None, repr(caught.value.__context__)
+        shown = "".join(traceback.format_exception(caught.value))
+        assert "RecursionError" not in shown and "During handling" not in shown, shown[-2000:]
 
 
 def test_a_deeply_nested_value_through_the_python_api():
