@@ -6,7 +6,9 @@ thousand nodes each, the shape a big network's dump has.
 
 Goal: ``msdebug.dumps.read_ir`` (the scan: graphs, op counts, headers) reaches at least
 0.3x the throughput of a bare ``for line in open(path, encoding="utf-8")`` loop. The time
-to parse every node of the largest graph is reported too.
+to parse every node of the largest graph is reported too. A second file of nothing but empty
+subgraphs (``--empty-mb``) holds ``dump --graph`` to at least 0.05x the bare read and a peak
+below 20x the file's size. The script exits 1 when it misses a goal.
 
     python benchmarks/bench_ir.py [--mb 100] [--runs 3]
 """
@@ -22,6 +24,8 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+
+from goals import verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -97,7 +101,7 @@ def empty_subgraphs(scratch: Path, megabytes: int, runs: int) -> dict:
         "empty_bare_read_s": round(bare_s, 3),
         "empty_dump_graph_s": round(dump_s, 3),
         "empty_throughput_ratio": round(bare_s / dump_s, 3),
-        "empty_goal": 0.05,
+        "empty_goal": EMPTY_GOAL,
         "empty_peak_memory_mb": round(peak / 1e6, 1),
         "empty_peak_per_file_mb": round(peak / size, 1),
     }
@@ -111,7 +115,24 @@ def bare(path: Path) -> int:
     return lines
 
 
-def main() -> dict:
+GOAL = 0.3
+EMPTY_GOAL = 0.05
+EMPTY_PEAK_PER_FILE = 20
+
+
+def goals(result: dict) -> dict[str, bool]:
+    ratio = result["throughput_ratio"]
+    out = {f"read_ir at least {GOAL}x a bare line read ({ratio}x)": ratio >= GOAL}
+    if "empty_throughput_ratio" in result:
+        empty, peak = result["empty_throughput_ratio"], result["empty_peak_per_file_mb"]
+        out[f"empty subgraphs: dump --graph at least {EMPTY_GOAL}x a bare line read ({empty}x)"] = empty >= EMPTY_GOAL
+        out[f"empty subgraphs: peak below {EMPTY_PEAK_PER_FILE}x the file's size ({peak}x)"] = (
+            peak < EMPTY_PEAK_PER_FILE
+        )
+    return out
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100, help="size of the generated file (default 100)")
     parser.add_argument("--runs", type=int, default=3)
@@ -150,7 +171,7 @@ def main() -> dict:
         "bare_mb_per_s": round(size / 1e6 / bare_s, 1),
         "read_ir_mb_per_s": round(size / 1e6 / parse_s, 1),
         "throughput_ratio": round(bare_s / parse_s, 2),
-        "goal": 0.3,
+        "goal": GOAL,
         "peak_memory_mb": round(peak / 1e6, 1),
         "nodes_of_one_graph_s": round(one_graph, 4),
         "nodes_of_one_graph_with_scope": detailed,
@@ -170,8 +191,8 @@ def main() -> dict:
             f"{empty['empty_throughput_ratio']}x (goal >= 0.05x); peak {empty['empty_peak_memory_mb']} MB"
         )
     print(json.dumps(result))
-    return result
+    return verdict(goals(result))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,6 +11,9 @@
 2. One training step of a 20-layer MLP (PyNative, ``TrainOneStepCell`` + SGD) with the
    ``%%msnan`` hooks installed, against the same step without them.
 
+Goals: the scan at least 0.7x numpy's throughput with a peak under 300 MB; the hooked step
+under 3x the plain one. The script exits 1 when it misses one.
+
     python benchmarks/bench_nan.py [--ops 1024] [--kb 512] [--runs 3] [--steps 20]
 """
 
@@ -27,6 +30,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from goals import verdict
+
+SCAN_RATIO = 0.7
+SCAN_PEAK_MB = 300
+HOOKS_RATIO = 3.0
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -177,7 +185,7 @@ def bench_hooks(args) -> dict:
     return result
 
 
-def main() -> dict:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=1024, help="ops in the generated dump (2 tensors each)")
     parser.add_argument("--kb", type=int, default=512, help="KB per tensor")
@@ -186,8 +194,15 @@ def main() -> dict:
     args = parser.parse_args()
     result = {"scan": bench_scan(args), "msnan": bench_hooks(args)}
     print(json.dumps(result))
-    return result
+    scan, peak, hooks = result["scan"]["throughput_ratio"], result["scan"]["scan_peak_mb"], result["msnan"]["ratio"]
+    return verdict(
+        {
+            f"scan_dump at least {SCAN_RATIO}x numpy's throughput ({scan}x)": scan >= SCAN_RATIO,
+            f"scan_dump peak under {SCAN_PEAK_MB} MB ({peak} MB)": peak < SCAN_PEAK_MB,
+            f"%%msnan hooks under {HOOKS_RATIO}x the plain step ({hooks}x)": hooks < HOOKS_RATIO,
+        }
+    )
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,11 +8,14 @@ where they belong (the file closed, or the bytes in memory):
 * ``print_file_path``: ``msdebug.capture.set_print_file`` (what ``%mscontext print_file_path``
   does on CPU/GPU); goal at least 0.8x of the baseline's throughput;
 * ``capture(file=...)``: ``msdebug.capture_print(file=...)``, captured and written to a file;
+  goal at least 0.8x too (output that ends in a file);
 * ``capture (inline)``: ``msdebug.capture_print()`` into memory, bytes read back for the
   notebook; goal at least 0.5x.
 
 A ``print()`` row compares 20 000 Python ``print`` lines with and without capture (each
 write is also a MindSpore queue sync while MindSpore is imported; here it is not).
+
+The script exits 1 when a case misses its goal.
 
     python benchmarks/bench_print.py [--mb 50] [--repeat 5]
 """
@@ -27,6 +30,8 @@ import statistics
 import sys
 import tempfile
 import time
+
+from goals import verdict
 
 CHUNK = 64 * 1024
 
@@ -103,7 +108,11 @@ def _prints(n: int, capture: bool) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
+# throughput against the baseline's, at least
+GOALS = {"print_file_path": 0.8, "capture(file=...)": 0.8, "capture (inline)": 0.5}
+
+
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
@@ -141,7 +150,12 @@ def main() -> None:
     )
     result["print_lines"] = {"captured_s": round(captured, 4), "devnull_s": round(plain, 4)}
     print(json.dumps({"bench": "print", "mb": args.mb, **result}))
+    goals = {}
+    for name, least in GOALS.items():
+        ratio = result[name]["throughput_vs_baseline"]
+        goals[f"{name}: at least {least}x the throughput of dup2 to a file ({ratio}x)"] = ratio >= least
+    return verdict(goals)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -75,30 +75,101 @@ def test_after_set_device_msdebug_refuses_what_mindspore_refuses():
     assert result["mindspore_refused"] and "set_device" in result["refused"]
 
 
-def test_no_deprecation_line_for_any_deprecated_key_through_msdebug():
+# Every key MindSpore 2.10 deprecates (and still accepts), each with a value other than the one it
+# starts with, in catalog order (infer_boost after jit_config, whose jit_level O0 it needs).
+DEPRECATED_VALUES = {
+    "pynative_synchronize": True,
+    "jit_config": {"jit_level": "O0"},
+    "jit_syntax_level": "strict",
+    "exec_order": "dfs",
+    "debug_level": "debug",
+    "max_call_depth": 2000,
+    "check_bprop": True,
+    "support_binary": True,
+    "enable_graph_kernel": True,
+    "graph_kernel_flags": "--opt_level=1",
+    "device_id": 1,
+    "deterministic": "ON",
+    "save_graphs": 1,
+    "save_graphs_path": "{tmp}/graphs",
+    "print_file_path": "{tmp}/print.txt",
+    "env_config_path": "{tmp}/env.json",
+    "reserve_class_name_in_scope": False,
+    "enable_profiling": True,
+    "profiling_options": '{{"output": "{tmp}/profile"}}',
+    "memory_optimize_level": "O1",
+    "runtime_num_threads": 1,
+    "inter_op_parallel_num": 2,
+    "op_timeout": 1000,
+    "enable_compile_cache": True,
+    "compile_cache_path": "{tmp}/cache",
+    "aoe_tune_mode": "online",
+    "aoe_config": {"job_type": "1"},
+    "aoe_job_type": "2",
+    "infer_boost": "on",
+}
+# The deprecated keys msdebug refuses here, and why (the words its one line must hold).
+DEPRECATED_REFUSED = {
+    # the CPU build has no other target, and CPU is the one it has
+    "device_target": ("GPU", "not available in this MindSpore build"),
+    # device_filtered keys: MindSpore drops them off their platforms, so msdebug refuses them on CPU
+    "disable_format_transform": (True, "only takes effect on GPU"),
+    "enable_reduce_precision": (False, "only takes effect on Ascend"),
+    "max_device_memory": ("2GB", "only takes effect on GPU, Ascend"),
+    "mempool_block_size": ("2GB", "only takes effect on GPU, Ascend"),
+    "variable_memory_max_size": ("2GB", "only takes effect on Ascend"),
+    "ascend_config": ({"precision_mode": "force_fp16"}, "only takes effect on Ascend"),
+    "gpu_config": ({"conv_fprop_algo": "normal"}, "only takes effect on GPU"),
+    # accepted by set_context but ignored since 2.7: setting them changes nothing
+    "enable_sparse": (True, "accepted but ignored by MindSpore"),
+    "auto_tune_mode": ("GA", "accepted but ignored by MindSpore"),
+    "enable_auto_mixed_precision": (False, "accepted but ignored by MindSpore"),
+}
+
+
+def test_every_deprecated_key_is_set_through_msdebug_without_a_deprecation_line(tmp_path):
+    (tmp_path / "env.json").write_text('{"rdr": {"enable": false}}')
+    values = {
+        name: (value.format(tmp=tmp_path) if isinstance(value, str) else value)
+        for name, value in DEPRECATED_VALUES.items()
+    }
+    values.update({name: value for name, (value, _) in DEPRECATED_REFUSED.items()})
     result = _result(
-        """
+        f"""
         import json, mindspore as ms, msdebug
         from msdebug.keys import CATALOG, UNSET
         from msdebug.errors import MsDebugError
         from msdebug.backend import get_backend
         version = get_backend().version
-        tried = []
+        values = json.loads({json.dumps(values)!r})
+        deprecated, outcome = [], {{}}
         for key in CATALOG.values():
-            if not key.deprecated_in or not key.available_in(version) or key.name in ("device_id", "device_target"):
+            if not key.deprecated_in or not key.available_in(version):
                 continue
-            value = key.default
-            if value is UNSET or value is None:
+            deprecated.append(key.name)
+            if key.name not in values:
                 continue
             try:
-                msdebug.set(**{key.name: value})
-                tried.append(key.name)
-            except MsDebugError:
-                pass
-        print(json.dumps({"tried": tried}))
+                before = msdebug.get(key.name)  # for the ignored keys this refuses already
+                msdebug.set(**{{key.name: values[key.name]}})
+                outcome[key.name] = ["set", repr(before), repr(key.coerce(values[key.name])), repr(msdebug.get(key.name))]
+            except MsDebugError as error:
+                outcome[key.name] = ["refused", str(error)]
+        msdebug.set(print_file_path="")  # msdebug's own fd 1 redirection on CPU: the result goes to stdout
+        print(json.dumps({{"version": version, "deprecated": deprecated, "outcome": outcome}}))
         """
     )
-    assert "infer_boost" in result["tried"] or "jit_config" in result["tried"], result["tried"]
+    assert result["version"] == "2.10.0", "the lists above are MindSpore 2.10's; check them for another version"
+    # every deprecated key of the installed MindSpore is tried, none left out
+    assert sorted(result["deprecated"]) == sorted([*DEPRECATED_VALUES, *DEPRECATED_REFUSED])
+    for name in DEPRECATED_VALUES:
+        verdict, *rest = result["outcome"][name]
+        assert verdict == "set", (name, rest)
+        before, wanted, after = rest  # repr()s of MindSpore's value before, the value given (validated), after
+        assert after == wanted != before, (name, before, wanted, after)
+    for name, (_, why) in DEPRECATED_REFUSED.items():
+        verdict, message = result["outcome"][name]
+        assert verdict == "refused" and why in message, (name, message)
     lines = [line for line in result["stderr"].splitlines() if "deprecated" in line or "will be removed" in line]
     assert lines == [], lines[:5]
 

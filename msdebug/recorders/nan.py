@@ -405,9 +405,20 @@ class NanSession:
         if self.dump_path and (self._watch is None or iteration_dirs(self.dump_path) - self._before):
             dumped = scan_new_iterations(self.dump_path, self._before, self.progress, self.numbers)
         if hooked is not None and dumped is not None:
+            # The earlier finding is the report; the other says what it found, a value or none.
             if dumped.culprit is not None and (hooked.culprit is None or _first_us(dumped) < self._watch.when_us):
-                dumped.notes.append(f"PyNative hooks: {hooked.checked_ops} ops checked as well")
+                found = (
+                    f"; they found {_found(hooked.culprit, later=_first_us(dumped) > 0)}"
+                    if hooked.culprit is not None
+                    else ", all finite"
+                )
+                dumped.notes.append(f"PyNative hooks: {hooked.checked_ops} ops checked as well{found}")
                 self.report = dumped
+            elif dumped.culprit is not None:
+                hooked.notes.append(
+                    f"the data dump of the graphs this cell ran found {_found(dumped.culprit, later=True)}"
+                )
+                self.report = hooked
             else:
                 hooked.notes.append(
                     f"the data dump of the graphs this cell ran: {dumped.checked_tensors} tensors, finite"
@@ -418,6 +429,14 @@ class NanSession:
         if self.report is not None:
             self.report.notes[:0] = notes
         return False
+
+
+def _found(culprit: Culprit, later: bool) -> str:
+    """``NaN later, at Default/Log-op0 (Log), input 0, which received it``: what the other look found."""
+    how = "made it" if culprit.made_here else "received it"
+    return (
+        f"{culprit.kind}{' later,' if later else ''} at {culprit.name} ({culprit.op_type}), {culprit.slot}, which {how}"
+    )
 
 
 def _first_us(report: NanReport) -> int:

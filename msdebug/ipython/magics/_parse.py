@@ -277,7 +277,11 @@ def magic_spec(spec: Spec) -> Callable:
                     return None
                 return method(self, args)
             except MsDebugError as error:
-                raise UsageError(str(error)) from None
+                message = str(error)
+            # Raised outside the except: the UsageError carries no chain at all (``from None``
+            # only hides it), so no traceback shows what msdebug caught, a RecursionError's
+            # thousand frames included, and IPython's sys.last_value does not keep them alive.
+            raise UsageError(message)
 
         magic.spec = spec
         return magic
