@@ -429,22 +429,32 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         lambda op_type, flat: (op_type, _OP_NUMBER.sub("", flat)),
     )
     left = tensors
+    have: dict[tuple[int, str], set[int]] = {}  # (op index, io) -> the slots it holds
     for key in keys:
         groups: dict[tuple[str, str], list[DumpOp]] = {}
         for op in ops:
             groups.setdefault(key(op.op_type, _flat(op.name)), []).append(op)
+        # Per (key, io, slot), how far along the group the first op lacking that slot is: ops
+        # only gain slots, so the position only moves forward (linear in ops plus files).
+        first: dict[tuple[tuple[str, str], str, int], int] = {}
         still = []
         for t in left:
-            slots = op_slots = None
-            for op in groups.get(key(t.op_type, t.flat_name), ()):
-                op_slots = op.inputs if t.io == "input" else op.outputs
-                if all(have.slot != t.slot for have in op_slots):
-                    slots = op_slots
-                    break
-            if slots is None:
+            group_key = key(t.op_type, t.flat_name)
+            group = groups.get(group_key)
+            if not group:
                 still.append(t)
-            else:
-                slots.append(t)
+                continue
+            where = (group_key, t.io, t.slot)
+            position = first.get(where, 0)
+            while position < len(group) and t.slot in have.get((group[position].index, t.io), ()):
+                position += 1
+            first[where] = position
+            if position == len(group):
+                still.append(t)
+                continue
+            op = group[position]
+            (op.inputs if t.io == "input" else op.outputs).append(t)
+            have.setdefault((op.index, t.io), set()).add(t.slot)
         left = still
     unmatched = left
     for op in ops:

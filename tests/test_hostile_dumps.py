@@ -1,0 +1,106 @@
+"""Data dumps made to break msdebug's readers and its command: a broken pipe, a quadratic matching,
+hostile ``mapping.csv`` files, ``.npy`` headers that lie, digits that are not ASCII. Each gets its
+result or one line, never a traceback, a hang, or minutes of work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msdebug.cli import main
+from msdebug.dumps import datadump
+from msdebug.dumps.datadump import TensorFile, open_tensor, read_data_dump
+from msdebug.errors import DumpFormatError, MsDebugError
+
+ROOT = Path(__file__).resolve().parent.parent
+STAMP = 1_795_000_000_000_000
+
+
+def npy(array) -> bytes:
+    """``array`` as numpy writes it to a ``.npy`` file."""
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array))
+    return buffer.getvalue()
+
+
+def make_dump(root: Path, order: list[str], files: dict[str, bytes], step: str = "0", graph: str = "0") -> Path:
+    """A data dump in MindSpore's layout: ``order`` as the execution order of graph 0, ``files``
+    (name -> bytes) in ``rank_0/Net/<graph>/<step>/``."""
+    rank = root / "dump" / "rank_0"
+    folder = rank / "Net" / graph / step
+    folder.mkdir(parents=True)
+    (rank / "execution_order").mkdir()
+    (rank / "execution_order" / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\n" + "".join(f"{name}\n" for name in order)
+    )
+    (rank / "execution_order" / "ms_global_execution_order_graph_0.csv").write_text("0\n")
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return root / "dump"
+
+
+def file_name(op_type: str, flat: str, stamp: int, io: str = "output", slot: int = 0, dtype: str = "Float32") -> str:
+    return f"{op_type}.{flat}.0.0.{stamp}.{io}.{slot}.DefaultFormat.{dtype}.npy"
+
+
+def cli(*args: str, stdin=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The real ``msdebug`` command (this worktree's code) in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "msdebug", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def one_line(done: subprocess.CompletedProcess, status: int = 2) -> str:
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == status, (done.returncode, done.stderr[-3000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr[-3000:]
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- matching is not quadratic
+
+
+class CountedSlot(int):
+    """A slot number that counts how often it is compared or hashed: the matcher's unit of work."""
+
+    uses = 0
+
+    def __eq__(self, other):
+        CountedSlot.uses += 1
+        return int(self) == other
+
+    def __ne__(self, other):
+        CountedSlot.uses += 1
+        return int(self) != other
+
+    def __hash__(self):
+        CountedSlot.uses += 1
+        return int.__hash__(self)
+
+
+def test_matching_out_of_order_op_numbers_is_linear_work():
+    """An unrolled loop: 2,000 ops in one scope whose files' op numbers are not the execution
+    order's, so every file falls to the last pass (one group of 2,000 ops). The k-th file
+    still goes to the k-th op, and each file costs a bounded number of slot checks (the
+    quadratic matcher made about n^2 / 2 = 2,000,000)."""
+    n = 2000
+    order = [f"Default/Mul-op{i}" for i in range(n)]
+    numbers = [n + (i * 7919) % n for i in range(n)]  # a permutation of n .. 2n-1
+    tensors = [
+        TensorFile(Path(f"{i}.npy"), "Mul", f"Default_Mul-op{number}", STAMP + i, "output", CountedSlot(0), "F", 4)
+        for i, number in enumerate(numbers)
+    ]
+    CountedSlot.uses = 0
+    ops, unmatched = datadump._match(order, tensors)
+    assert unmatched == []
+    assert [op.outputs for op in ops] == [[t] for t in tensors]
+    assert CountedSlot.uses <= 10 * n, f"{CountedSlot.uses} slot checks for {n} files"
