@@ -104,3 +104,40 @@ def test_matching_out_of_order_op_numbers_is_linear_work():
     assert unmatched == []
     assert [op.outputs for op in ops] == [[t] for t in tensors]
     assert CountedSlot.uses <= 10 * n, f"{CountedSlot.uses} slot checks for {n} files"
+
+
+# --------------------------------------------------------------------------- a broken pipe
+
+
+def many_ops_dump(root: Path, n: int) -> Path:
+    order = [f"Default/net/Mul-op{i}" for i in range(n)]
+    one = npy(np.ones(2, np.float32))
+    files = {file_name("Mul", f"Default_net_Mul-op{i}", STAMP + i): one for i in range(n)}
+    return make_dump(root, order, files)
+
+
+def reader_gone(*args: str, read_first_line: bool) -> subprocess.CompletedProcess:
+    """``msdebug ARGS | head -1``: the reader takes one line (or none) and closes the pipe."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "msdebug", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as process:
+        first = process.stdout.readline() if read_first_line else b""
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        status = process.wait(timeout=120)
+    return subprocess.CompletedProcess(command, status, first.decode(), stderr)
+
+
+def test_a_reader_that_stops_mid_output_ends_the_command_quietly(tmp_path):
+    """1,500 rows (about 120 KB) cannot fit the pipe (64 KiB): the command is writing when head goes."""
+    path = many_ops_dump(tmp_path, 1500)
+    done = reader_gone("dump", str(path), "--exec-order", "--limit", "1500", read_first_line=True)
+    assert done.stdout.startswith("Data dump"), done.stdout
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_reader_gone_before_the_output_ends_the_command_quietly():
+    """A short output sits in stdout's buffer until the interpreter flushes it on its way out."""
+    profile = Path(__file__).parent / "data" / "profile_2rank"
+    done = reader_gone("profile", str(profile), "--top", "1000", read_first_line=False)
+    assert (done.returncode, done.stderr) == (0, "")
