@@ -141,3 +141,40 @@ def test_a_reader_gone_before_the_output_ends_the_command_quietly():
     profile = Path(__file__).parent / "data" / "profile_2rank"
     done = reader_gone("profile", str(profile), "--top", "1000", read_first_line=False)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# --------------------------------------------------------------------------- a hostile mapping.csv
+
+LONG = "Default/" + "very_long_scope-Block/" * 12 + "Sqrt-op3"
+
+
+@pytest.mark.parametrize(
+    ("mapping", "noted"),
+    [
+        (b"1.npy,Sqrt.%s\n2.npy," + b"x" * (200 << 10) + b"\n", True),  # a field over csv's 128 KiB bound
+        (b"1.npy,Sqrt.%s\n2.npy,\"" + b"x" * (200 << 10), True),  # an unclosed quote running to the end
+        (b"1.npy,Sqrt.%s\n" + bytes(range(256)) * 40, False),  # random bytes, NULs and lone quotes included
+    ],
+    ids=["field-over-128KiB", "unclosed-quote", "random-bytes"],
+)
+def test_a_hostile_mapping_csv_keeps_what_it_can_read(tmp_path, mapping, noted):
+    original = file_name("Sqrt", LONG.replace("/", "_"), STAMP, "output")
+    files = {"1.npy": npy(np.array([np.nan], np.float32)), "2.npy": npy(np.ones(1, np.float32))}
+    path = make_dump(tmp_path, [LONG], files)
+    (path / "rank_0" / "Net" / "0" / "0" / "mapping.csv").write_bytes(mapping.replace(b"%s", original[5:].encode()))
+    it = read_data_dump(path).ranks[0].iterations[0]
+    assert [t.path.name for t in it.ops[0].outputs] == ["1.npy"]  # line 1 still names the long file
+    assert "2.npy" in it.bad_names
+    found = cli("dump", str(path), "--nan")
+    assert found.returncode == 1 and "Traceback" not in found.stderr, found.stderr[-3000:]
+    assert LONG in found.stdout
+    assert bool(it.notes) == noted
+    for note in it.notes:  # what could not be read is said in the report
+        assert note.startswith("mapping.csv line ") and note in found.stdout
+
+
+def test_a_mapping_csv_that_is_not_a_regular_file_is_a_note(tmp_path):
+    path = make_dump(tmp_path, ["Default/Mul-op0"], {file_name("Mul", "Default_Mul-op0", STAMP): npy([1.0])})
+    os.mkfifo(path / "rank_0" / "Net" / "0" / "0" / "mapping.csv")
+    it = read_data_dump(path).ranks[0].iterations[0]
+    assert it.notes == ["mapping.csv skipped: not a regular file"] and len(it.ops[0].outputs) == 1

@@ -120,6 +120,7 @@ class DumpIteration:
     unmatched: list[TensorFile]
     bad_names: list[str]
     order_known: bool
+    notes: list[str] = field(default_factory=list)  # what could not be read, and was skipped
 
     @property
     def first_timestamp(self) -> int:
@@ -268,9 +269,35 @@ def _read_numbers(path: Path) -> list[int]:
     return [int(x) for x in _read_small(path, _MAX_CSV).split() if x.strip().isdigit()]
 
 
-def _read_mapping(path: Path) -> dict[str, str]:
-    rows = csv.reader(io.StringIO(_read_small(path, _MAX_CSV)))
-    return {row[0]: row[1] for row in rows if len(row) >= 2}
+def _read_mapping(path: Path) -> tuple[dict[str, str], list[str]]:
+    """``<digits>.npy`` -> original file name, and a note for each line that could not be read
+    (a field beyond csv's bound, an unclosed quote, a NUL): those lines are skipped, and the
+    files they named are listed as odd names, never an error for the whole dump."""
+    try:
+        text = _read_small(path, _MAX_CSV)
+    except (OSError, DumpFormatError) as error:
+        return {}, [f"mapping.csv skipped: {_reason(error)}"]
+    mapping: dict[str, str] = {}
+    notes: list[str] = []
+    rows = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        line = rows.line_num
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as error:
+            notes.append(f"mapping.csv line {line + 1} skipped: {error}")
+            if rows.line_num == line:  # no progress: nothing more can be read
+                break
+            continue
+        if len(row) >= 2:
+            mapping[row[0]] = row[1]
+    return mapping, notes
+
+
+def _reason(error: Exception) -> str:
+    return (getattr(error, "strerror", None) or str(error)).rsplit(": ", 1)[-1]
 
 
 def _flat(name: str) -> str:
@@ -370,7 +397,7 @@ def _read_iteration(
     if len(entries) > _MAX_FILES:
         raise DumpError(f"{path}: more than {_MAX_FILES} files")
     names = {e.name: e for e in entries}
-    mapping = _read_mapping(path / "mapping.csv") if "mapping.csv" in names else {}
+    mapping, notes = _read_mapping(path / "mapping.csv") if "mapping.csv" in names else ({}, [])
     tensors: list[TensorFile] = []
     bad: list[str] = []
     for entry in entries:
@@ -401,7 +428,7 @@ def _read_iteration(
     parameters = [t for t in tensors if t.is_parameter]
     ops, unmatched = _match(order, [t for t in tensors if not t.is_parameter])
     return DumpIteration(
-        rank, net, graph_id, iteration, path, ops, parameters, unmatched, sorted(bad), order is not None
+        rank, net, graph_id, iteration, path, ops, parameters, unmatched, sorted(bad), order is not None, notes
     )
 
 

@@ -215,6 +215,7 @@ def scan_dump(
     ops = 0
     for where in ranks:
         for iteration in where.iterations:
+            notes.extend(f"rank {where.rank} iteration {iteration.iteration}: {note}" for note in iteration.notes)
             if iteration.unmatched:
                 notes.append(
                     f"rank {where.rank} iteration {iteration.iteration}: {len(iteration.unmatched)} files match no op "
