@@ -178,3 +178,64 @@ def test_a_mapping_csv_that_is_not_a_regular_file_is_a_note(tmp_path):
     os.mkfifo(path / "rank_0" / "Net" / "0" / "0" / "mapping.csv")
     it = read_data_dump(path).ranks[0].iterations[0]
     assert it.notes == ["mapping.csv skipped: not a regular file"] and len(it.ops[0].outputs) == 1
+
+
+# --------------------------------------------------------------------------- .npy headers that lie
+
+
+def npy_with_header(descr: str, shape: str, data: bytes = b"\0" * 64) -> bytes:
+    """A version 1.0 ``.npy`` file whose header says what it is told to."""
+    header = f"{{'descr': {descr}, 'fortran_order': False, 'shape': {shape}, }}".encode()
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+
+
+LYING_HEADERS = {
+    "2**32 x 2**32 (int64 wraps to 0)": ("'<f4'", "(4294967296, 4294967296)", "larger than any array"),
+    "10**20 elements (int64 overflows)": ("'<f4'", "(100000000000000000000,)", "larger than any array"),
+    "10**9 elements in 64 bytes": ("'<f4'", "(1000000000,)", "cut short: 192 bytes, its header needs 4000000128"),
+    "0 x 2**62": ("'<f4'", "(0, 4611686018427387904)", "larger than any array"),
+    "33 dimensions": ("'<f4'", "(" + "1, " * 33 + ")", "33 dimensions"),
+    "zero itemsize (void)": ("'|V0'", "(4,)", "structured"),
+    "zero itemsize (bytes)": ("'|S0'", "(4,)", "byte string"),
+    "Python objects": ("'|O'", "(1,)", "Python object"),
+    "structured": ("[('a', '<f4'), ('b', '<i4')]", "(2,)", "structured"),
+    "subarray": ("('<f4', (2,))", "(2,)", "structured"),
+    "text": ("'<U4'", "(2,)", "text"),
+    "complex": ("'<c8'", "(2,)", "complex"),
+    "datetime": ("'<M8[s]'", "(2,)", "datetime"),
+}
+
+
+@pytest.mark.parametrize("case", LYING_HEADERS, ids=list(LYING_HEADERS))
+def test_a_lying_npy_header_is_one_line(tmp_path, case):
+    descr, shape, words = LYING_HEADERS[case]
+    path = tmp_path / "Mul.x.0.0.1.output.0.DefaultFormat.Float32.npy"
+    path.write_bytes(npy_with_header(descr, shape))
+    with pytest.raises(DumpFormatError, match=r"^Mul\.x\..*npy: ") as raised:
+        open_tensor(path)
+    assert words in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_lying_header_in_a_tensor_that_is_not_the_culprit_is_skipped(tmp_path):
+    """The scan opens every tensor before the culprit: a lying one is skipped and listed."""
+    order = ["Default/Mul-op0", "Default/Sqrt-op1"]
+    files = {
+        file_name("Mul", "Default_Mul-op0", STAMP): npy_with_header("'<f4'", "(4294967296, 4294967296)"),
+        file_name("Sqrt", "Default_Sqrt-op1", STAMP + 1): npy(np.array([np.nan], np.float32)),
+    }
+    path = make_dump(tmp_path, order, files)
+    found = cli("dump", str(path), "--nan")
+    assert found.returncode == 1 and "Traceback" not in found.stderr, found.stderr[-3000:]
+    assert "Default/Sqrt-op1" in found.stdout and "larger than any array" in found.stdout
+    shown = cli("dump", str(path), "--exec-order")
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr[-3000:]
+
+
+def test_bool_integer_and_float_tensors_still_open(tmp_path):
+    for array in (np.array([True, False]), np.arange(3, dtype=np.int8), np.arange(3, dtype=np.uint64),
+                  np.ones((2, 0), np.float16), np.ones((2, 3), ">f8")):  # fmt: skip
+        path = tmp_path / "t.npy"
+        path.write_bytes(npy(array))
+        opened = open_tensor(path)
+        assert opened.dtype == array.dtype and opened.shape == array.shape and (opened == array).all()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import mmap
 import os
 import re
@@ -660,14 +661,9 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
         head = os.pread(fd, 4096, 0)
         try:
             shape, fortran, dtype, offset = _parse_header(head)
-        except (ValueError, OSError, EOFError, SyntaxError, TypeError) as error:
+        except (ValueError, OSError, EOFError, SyntaxError, TypeError, MemoryError, RecursionError) as error:
             raise DumpFormatError(f"{path.name}: not a readable .npy file ({error})") from None
-        if dtype.hasobject:
-            raise DumpFormatError(f"{path.name}: holds Python objects, which a MindSpore dump never does")
-        count = int(np.prod(shape, dtype=np.int64))
-        need = offset + count * dtype.itemsize
-        if info.st_size < need:
-            raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
+        count, need = _check_header(path.name, shape, dtype, offset, info.st_size)
         if count == 0:
             return np.zeros(shape, dtype)
         try:
@@ -678,6 +674,45 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
         os.close(fd)
     flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
     return flat.reshape(shape, order="F" if fortran else "C")
+
+
+# What a MindSpore dump holds: bool, signed and unsigned integers, floats (numpy's kinds).
+_TENSOR_KINDS = "biuf"
+_MAX_NDIM = 32  # numpy 1's bound (numpy 2 allows 64)
+_MAX_BYTES = (1 << 63) - 1  # numpy's bound on an array's bytes, zero-size arrays included
+
+
+def _check_header(name: str, shape, dtype: np.dtype, offset: int, file_size: int) -> tuple[int, int]:
+    """The one check of a ``.npy`` header against what a dump can hold and the file's size:
+    ``(elements, bytes the file needs)``, counted with Python ints (numpy's int64 wraps)."""
+    if dtype.kind not in _TENSOR_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise DumpFormatError(
+            f"{name}: holds {_dtype_words(dtype)} values; a MindSpore dump holds bool, integer and float tensors"
+        )
+    if dtype.itemsize <= 0:
+        raise DumpFormatError(f"{name}: its header gives values of {dtype.itemsize} bytes")
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        raise DumpFormatError(f"{name}: its header's shape {_short(shape)} is not a tuple of sizes 0 or more")
+    if len(shape) > _MAX_NDIM:
+        raise DumpFormatError(f"{name}: its header gives {len(shape)} dimensions; at most {_MAX_NDIM} are allowed")
+    if math.prod(n for n in shape if n) * dtype.itemsize > _MAX_BYTES:
+        raise DumpFormatError(f"{name}: its header's shape {_short(shape)} is larger than any array can be")
+    count = math.prod(shape)
+    need = offset + count * dtype.itemsize
+    if file_size < need:
+        raise DumpFormatError(f"{name}: cut short: {file_size} bytes, its header needs {need}")
+    return count, need
+
+
+def _dtype_words(dtype: np.dtype) -> str:
+    words = {"O": "Python object", "V": "structured", "S": "byte string", "U": "text", "c": "complex", "M": "datetime",
+             "m": "timedelta"}  # fmt: skip
+    return words.get(dtype.kind, "") + f" ({_short(dtype.str)})" if dtype.kind in words else _short(str(dtype))
+
+
+def _short(value) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # The header numpy writes (and MindSpore, through it): parsed without ast for speed; anything
