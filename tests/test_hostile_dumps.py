@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msdebug.cli import main
 from msdebug.dumps import datadump
 from msdebug.dumps.datadump import TensorFile, open_tensor, read_data_dump
-from msdebug.errors import DumpFormatError, MsDebugError
+from msdebug.errors import DumpFormatError
 
 ROOT = Path(__file__).resolve().parent.parent
 STAMP = 1_795_000_000_000_000
@@ -46,7 +45,9 @@ def make_dump(root: Path, order: list[str], files: dict[str, bytes], step: str =
     return root / "dump"
 
 
-def file_name(op_type: str, flat: str, stamp: int, io: str = "output", slot: int = 0, dtype: str = "Float32") -> str:
+def file_name(
+    op_type: str, flat: str, stamp: int | str, io: str = "output", slot: int = 0, dtype: str = "Float32"
+) -> str:
     return f"{op_type}.{flat}.0.0.{stamp}.{io}.{slot}.DefaultFormat.{dtype}.npy"
 
 
@@ -152,7 +153,7 @@ LONG = "Default/" + "very_long_scope-Block/" * 12 + "Sqrt-op3"
     ("mapping", "noted"),
     [
         (b"1.npy,Sqrt.%s\n2.npy," + b"x" * (200 << 10) + b"\n", True),  # a field over csv's 128 KiB bound
-        (b"1.npy,Sqrt.%s\n2.npy,\"" + b"x" * (200 << 10), True),  # an unclosed quote running to the end
+        (b'1.npy,Sqrt.%s\n2.npy,"' + b"x" * (200 << 10), True),  # an unclosed quote running to the end
         (b"1.npy,Sqrt.%s\n" + bytes(range(256)) * 40, False),  # random bytes, NULs and lone quotes included
     ],
     ids=["field-over-128KiB", "unclosed-quote", "random-bytes"],
@@ -239,3 +240,60 @@ def test_bool_integer_and_float_tensors_still_open(tmp_path):
         path.write_bytes(npy(array))
         opened = open_tensor(path)
         assert opened.dtype == array.dtype and opened.shape == array.shape and (opened == array).all()
+
+
+# --------------------------------------------------------------------------- digits that are not ASCII
+
+
+def test_ascii_number_reads_only_ascii_digits_within_the_type():
+    from msdebug.files import INT64_MAX, ascii_number
+
+    assert [ascii_number(t) for t in ("0", "12", "007", "0" * 40 + "9", str(INT64_MAX))] == [0, 12, 7, 9, INT64_MAX]
+    refused = ("", "²", "1²", "١٢", "12 ", "-1", "+1", "1_000", "0x1", str(INT64_MAX + 1), "9" * 5000)
+    assert [ascii_number(t) for t in refused] == [None] * len(refused)
+    assert ascii_number("100", high=99) is None
+
+
+def test_folders_and_order_lines_named_with_other_digits_are_not_iterations(tmp_path):
+    """``"²".isdigit()`` is True and ``int("²")`` raises; ``int("١")`` is 1, a second graph 1."""
+    nan = npy(np.array([np.nan], np.float32))
+    path = make_dump(tmp_path, ["Default/Mul-op0"], {file_name("Mul", "Default_Mul-op0", STAMP): nan})
+    rank = path / "rank_0"
+    for odd in ("²", "١", "99999999999999999999"):  # the last beyond int64, numpy's integer
+        (rank / "Net" / "0" / odd).mkdir()
+        (rank / "Net" / odd / "0").mkdir(parents=True)
+    (rank / "execution_order" / "ms_global_execution_order_graph_0.csv").write_text("0\n²\n١\n" + "9" * 5000 + "\n1\n")
+    (rank / "execution_order" / "ms_execution_order_graph_١.csv").write_text("Default/Other-op0\n")
+    huge = file_name("Mul", "Default_Mul-op0", "9" * 5000)  # beyond int()'s 4,300 digits, via mapping.csv
+    (rank / "Net" / "0" / "0" / "7.npy").write_bytes(nan)
+    (rank / "Net" / "0" / "0" / "mapping.csv").write_text(f"7.npy,{huge}\n")
+    dump = read_data_dump(path)
+    assert [(it.graph_id, it.iteration) for it in dump.ranks[0].iterations] == [(0, 0)]
+    assert dump.ranks[0].dumped_iterations == {0: [0, 1]} and list(dump.ranks[0].exec_orders) == [0]
+    assert dump.ranks[0].iterations[0].bad_names == ["7.npy"]
+    assert datadump.iteration_paths(path) == {str(rank / "Net" / "0" / "0")}
+    found = cli("dump", str(path), "--nan")
+    assert found.returncode == 1 and "Traceback" not in found.stderr, found.stderr[-3000:]
+
+
+def test_the_rdr_reader_and_the_context_keys_read_ascii_digits_only(tmp_path):
+    from msdebug.dumps.rdr import _EXEC_HEADER as header
+    from msdebug.dumps.rdr import _rank_of, read_exec_order
+    from msdebug.keys import UNSET, Integer
+
+    order = tmp_path / "SESSION.graph_exec_order.0.20261123154245.txt"
+    order.write_text(f"{header}\nexecution_order size: ²\n0:\n\t@g:Default/Mul-op0{{}}\n\t²\n\t١\n{header}\n")
+    entry = read_exec_order(order).entries[0]
+    assert (entry.stream, entry.graph_id, read_exec_order(order).declared) == (None, None, -1)
+    assert _rank_of(tmp_path / "rank_²" / "rdr") == 0
+    assert [Integer().from_raw(t) for t in ("12", "-3", "²", "--5", "-")] == [12, -3, UNSET, UNSET, UNSET]
+
+
+def test_a_save_graphs_level_of_other_digits_in_the_environment(monkeypatch):
+    from msdebug.recorders import savegraphs
+    from msdebug.views.dumps import _line_of
+
+    monkeypatch.setenv(savegraphs.ENV_LEVEL, "²")
+    monkeypatch.setattr(savegraphs, "_context_keys", lambda: False)
+    assert savegraphs.status().level == 0
+    assert (_line_of("/a/b.py:²"), _line_of("/a/b.py:12~14")) == (0, 12)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DumpError, DumpFormatError
+from ..files import ascii_number
 
 __all__ = [
     "DataDump",
@@ -50,15 +51,17 @@ __all__ = [
     "read_data_dump",
 ]
 
+# Numbers in names are ASCII digits (re.ASCII: \d is [0-9]), read through files.ascii_number.
 _FILE = re.compile(
     r"^(?P<type>[^.]+)\.(?P<name>.+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)\."
-    r"(?P<io>input|output)\.(?P<slot>\d+)\.(?P<format>[^.]+)\.(?P<dtype>[^.]+)\.npy$"
+    r"(?P<io>input|output)\.(?P<slot>\d+)\.(?P<format>[^.]+)\.(?P<dtype>[^.]+)\.npy$",
+    re.ASCII,
 )
-_RANK = re.compile(r"^rank_(\d+)$")
-_EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$")
-_GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$")
-_OP_TYPE = re.compile(r"^(.*?)-op\d+$")
-_OP_NUMBER = re.compile(r"-op\d+$")
+_RANK = re.compile(r"^rank_(\d+)$", re.ASCII)
+_EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$", re.ASCII)
+_GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$", re.ASCII)
+_OP_TYPE = re.compile(r"^(.*?)-op\d+$", re.ASCII)
+_OP_NUMBER = re.compile(r"-op\d+$", re.ASCII)
 # Bounds on what a reader takes from an untrusted tree.
 _MAX_CSV = 64 << 20
 _MAX_META = 1 << 20
@@ -222,8 +225,9 @@ def _rank_dirs(path: Path) -> list[tuple[int, Path]]:
     found = []
     for entry in entries:
         match = _RANK.match(entry.name)
-        if match and entry.is_dir(follow_symlinks=False):
-            found.append((int(match.group(1)), Path(entry.path)))
+        number = ascii_number(match.group(1)) if match else None
+        if number is not None and entry.is_dir(follow_symlinks=False):
+            found.append((number, Path(entry.path)))
     return sorted(found)
 
 
@@ -267,7 +271,8 @@ def _read_exec_order(path: Path) -> list[str]:
 
 
 def _read_numbers(path: Path) -> list[int]:
-    return [int(x) for x in _read_small(path, _MAX_CSV).split() if x.strip().isdigit()]
+    numbers = (ascii_number(word) for word in _read_small(path, _MAX_CSV).split())
+    return [n for n in numbers if n is not None]
 
 
 def _read_mapping(path: Path) -> tuple[dict[str, str], list[str]]:
@@ -323,8 +328,8 @@ def iteration_paths(path: str | os.PathLike) -> set[str]:
             if net.name in ("execution_order", "graphs") or net.name.startswith("."):
                 continue
             for graph in _subdirs(net):
-                if graph.name.isdigit():
-                    found.update(str(step) for step in _subdirs(graph) if step.name.isdigit())
+                if ascii_number(graph.name) is not None:
+                    found.update(str(step) for step in _subdirs(graph) if ascii_number(step.name) is not None)
     return found
 
 
@@ -350,10 +355,14 @@ def _read_rank(number: int, where: Path, skip: set[str] | frozenset[str] = froze
     order_dir = where / "execution_order"
     if order_dir.is_dir():
         for entry in sorted(os.scandir(order_dir), key=lambda e: e.name):
-            if (match := _EXEC.match(entry.name)) and entry.is_file(follow_symlinks=False):
-                orders[int(match.group(1))] = _read_exec_order(Path(entry.path))
-            elif (match := _GLOBAL.match(entry.name)) and entry.is_file(follow_symlinks=False):
-                dumped[int(match.group(1))] = _read_numbers(Path(entry.path))
+            match = _EXEC.match(entry.name) or _GLOBAL.match(entry.name)
+            gid = ascii_number(match.group(1)) if match else None
+            if gid is None or not entry.is_file(follow_symlinks=False):
+                continue
+            if match.re is _EXEC:
+                orders[gid] = _read_exec_order(Path(entry.path))
+            else:
+                dumped[gid] = _read_numbers(Path(entry.path))
     metadata = {}
     config = where / ".dump_metadata" / "config.json"
     if config.is_file():
@@ -369,12 +378,13 @@ def _read_rank(number: int, where: Path, skip: set[str] | frozenset[str] = froze
         if net.name in ("execution_order", "graphs") or net.name.startswith("."):
             continue
         for graph in _subdirs(net):
-            if not graph.name.isdigit():
+            gid = ascii_number(graph.name)
+            if gid is None:
                 continue
             for step in _subdirs(graph):
-                if step.name.isdigit() and str(step) not in skip:
-                    gid = int(graph.name)
-                    iterations.append(_read_iteration(number, net.name, gid, int(step.name), step, orders.get(gid)))
+                iteration = ascii_number(step.name)
+                if iteration is not None and str(step) not in skip:
+                    iterations.append(_read_iteration(number, net.name, gid, iteration, step, orders.get(gid)))
     iterations.sort(key=lambda it: (it.iteration, it.first_timestamp, it.graph_id))
     return DumpRank(number, where, orders, dumped, iterations, metadata)
 
@@ -409,7 +419,9 @@ def _read_iteration(
             continue
         original = mapping.get(entry.name, entry.name)
         match = _FILE.match(original)
-        if match is None:
+        stamp = ascii_number(match["ts"]) if match else None
+        slot = ascii_number(match["slot"]) if match else None
+        if stamp is None or slot is None:
             bad.append(entry.name)
             continue
         tensors.append(
@@ -417,9 +429,9 @@ def _read_iteration(
                 Path(entry.path),
                 match["type"],
                 match["name"],
-                int(match["ts"]),
+                stamp,
                 match["io"],
-                int(match["slot"]),
+                slot,
                 match["dtype"],
                 entry.stat(follow_symlinks=False).st_size,
                 entry.name if original != entry.name else "",
