@@ -16,7 +16,7 @@ from msdebug.dumps import datadump
 from msdebug.dumps.datadump import TensorFile, open_tensor, read_data_dump
 from msdebug.errors import DumpFormatError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(datadump.__file__).resolve().parents[2]  # the msdebug under test, for the command too
 STAMP = 1_795_000_000_000_000
 
 
