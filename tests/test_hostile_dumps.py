@@ -235,7 +235,9 @@ def test_a_lying_header_in_a_tensor_that_is_not_the_culprit_is_skipped(tmp_path)
 
 def test_bool_integer_and_float_tensors_still_open(tmp_path):
     for array in (np.array([True, False]), np.arange(3, dtype=np.int8), np.arange(3, dtype=np.uint64),
-                  np.ones((2, 0), np.float16), np.ones((2, 3), ">f8")):  # fmt: skip
+                  np.ones((2, 0), np.float16), np.ones((2, 3), ">f8"),
+                  np.arange(3000, dtype=np.float32),  # read past the first 4 KiB
+                  np.arange(300_000, dtype=np.float32).reshape(600, 500).T):  # mapped, Fortran order  # fmt: skip
         path = tmp_path / "t.npy"
         path.write_bytes(npy(array))
         opened = open_tensor(path)

@@ -14,7 +14,7 @@ File names replace ``/`` by ``_``, which cannot be undone (``Expand/_Muls`` and
 ``Expand_/Muls`` look alike), so every tensor is matched to its op through the execution
 order: the op's full name, flattened the same way, and its type; ops that still collide are
 told apart by the files' timestamps, which grow in execution order. ``Parameter.*`` files
-hold the value at the *end* of the step. Tensors are opened lazily as memory maps.
+hold the value at the *end* of the step. Tensors are opened lazily as memory maps (read at once under 256 KiB).
 """
 
 from __future__ import annotations
@@ -653,7 +653,8 @@ def histogram(array: np.ndarray, bins: int = 30) -> tuple[list[int], list[float]
 
 
 def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
-    """The array of one ``.npy`` file as a read-only memory map (nothing is read yet).
+    """The array of one ``.npy`` file, read-only: a memory map (nothing is read yet), or the
+    bytes themselves for a tensor under 256 KiB.
 
     Raises
     ------
@@ -678,15 +679,24 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
         count, need = _check_header(path.name, shape, dtype, offset, info.st_size)
         if count == 0:
             return np.zeros(shape, dtype)
-        try:
-            mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as error:
-            raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
+        if need <= _READ_AT_ONCE:  # a small tensor: one read costs less than a map and its unmap
+            mapped = head if need <= len(head) else os.pread(fd, need, 0)
+            if len(mapped) < need:
+                raise DumpFormatError(
+                    f"{path.name}: cut short while read: {len(mapped)} bytes, its header needs {need}"
+                )
+        else:
+            try:
+                mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as error:
+                raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
     finally:
         os.close(fd)
     flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
     return flat.reshape(shape, order="F" if fortran else "C")
 
+
+_READ_AT_ONCE = 256 << 10  # bytes: smaller tensors are read, larger ones mapped
 
 # What a MindSpore dump holds: bool, signed and unsigned integers, floats (numpy's kinds).
 _TENSOR_KINDS = "biuf"
