@@ -4,6 +4,7 @@ result or one line, never a traceback, a hang, or minutes of work."""
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
@@ -150,15 +151,15 @@ LONG = "Default/" + "very_long_scope-Block/" * 12 + "Sqrt-op3"
 
 
 @pytest.mark.parametrize(
-    ("mapping", "noted"),
+    "mapping",
     [
-        (b"1.npy,Sqrt.%s\n2.npy," + b"x" * (200 << 10) + b"\n", True),  # a field over csv's 128 KiB bound
-        (b'1.npy,Sqrt.%s\n2.npy,"' + b"x" * (200 << 10), True),  # an unclosed quote running to the end
-        (b"1.npy,Sqrt.%s\n" + bytes(range(256)) * 40, False),  # random bytes, NULs and lone quotes included
+        b"1.npy,Sqrt.%s\n2.npy," + b"x" * (200 << 10) + b"\n",  # a field over csv's 128 KiB bound
+        b'1.npy,Sqrt.%s\n2.npy,"' + b"x" * (200 << 10),  # an unclosed quote running to the end
+        b"1.npy,Sqrt.%s\n" + bytes(range(256)) * 40,  # random bytes, NULs, lone quotes and CRs included
     ],
     ids=["field-over-128KiB", "unclosed-quote", "random-bytes"],
 )
-def test_a_hostile_mapping_csv_keeps_what_it_can_read(tmp_path, mapping, noted):
+def test_a_hostile_mapping_csv_keeps_what_it_can_read(tmp_path, mapping):
     original = file_name("Sqrt", LONG.replace("/", "_"), STAMP, "output")
     files = {"1.npy": npy(np.array([np.nan], np.float32)), "2.npy": npy(np.ones(1, np.float32))}
     path = make_dump(tmp_path, [LONG], files)
@@ -169,9 +170,14 @@ def test_a_hostile_mapping_csv_keeps_what_it_can_read(tmp_path, mapping, noted):
     found = cli("dump", str(path), "--nan")
     assert found.returncode == 1 and "Traceback" not in found.stderr, found.stderr[-3000:]
     assert LONG in found.stdout
-    assert bool(it.notes) == noted
+    assert 1 <= len(it.notes) <= 4  # the lines skipped, said once each, at most 3 and a count
     for note in it.notes:  # what could not be read is said in the report
-        assert note.startswith("mapping.csv line ") and note in found.stdout
+        assert note.startswith("mapping.csv") and note in found.stdout
+    bound = csv.field_size_limit(sys.maxsize)  # as importing MindSpore does: the reader keeps its own bound
+    try:
+        assert read_data_dump(path).ranks[0].iterations[0].notes == it.notes
+    finally:
+        csv.field_size_limit(bound)
 
 
 def test_a_mapping_csv_that_is_not_a_regular_file_is_a_note(tmp_path):

@@ -66,6 +66,8 @@ _OP_NUMBER = re.compile(r"-op\d+$", re.ASCII)
 _MAX_CSV = 64 << 20
 _MAX_META = 1 << 20
 _MAX_FILES = 1_000_000
+_MAX_MAPPING_LINE = 128 << 10  # characters: csv's own default bound on a field
+_MAX_NOTES = 3  # per file; then how many more
 # Elements per chunk: 4 Mi float32 = 16 MiB read at a time, whatever the tensor's size.
 CHUNK = 1 << 22
 
@@ -277,28 +279,30 @@ def _read_numbers(path: Path) -> list[int]:
 
 def _read_mapping(path: Path) -> tuple[dict[str, str], list[str]]:
     """``<digits>.npy`` -> original file name, and a note for each line that could not be read
-    (a field beyond csv's bound, an unclosed quote, a NUL): those lines are skipped, and the
-    files they named are listed as odd names, never an error for the whole dump."""
+    (longer than any name, or csv refuses it): those lines are skipped, and the files they named
+    are listed as odd names, never an error for the whole dump. Line by line, with the reader's
+    own bound: csv's field limit is global, and importing MindSpore raises it."""
     try:
         text = _read_small(path, _MAX_CSV)
     except (OSError, DumpFormatError) as error:
         return {}, [f"mapping.csv skipped: {_reason(error)}"]
     mapping: dict[str, str] = {}
-    notes: list[str] = []
-    rows = csv.reader(io.StringIO(text, newline=""))
-    while True:
-        line = rows.line_num
+    skipped: list[str] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if len(line) > _MAX_MAPPING_LINE:
+            skipped.append(f"mapping.csv line {number} skipped: longer than {_MAX_MAPPING_LINE} characters")
+            continue
         try:
-            row = next(rows)
-        except StopIteration:
-            break
+            row = next(csv.reader([line]), [])
         except csv.Error as error:
-            notes.append(f"mapping.csv line {line + 1} skipped: {error}")
-            if rows.line_num == line:  # no progress: nothing more can be read
-                break
+            skipped.append(f"mapping.csv line {number} skipped: csv cannot read it ({error})")
             continue
         if len(row) >= 2:
             mapping[row[0]] = row[1]
+    notes = skipped[:_MAX_NOTES]
+    if len(skipped) > _MAX_NOTES:
+        notes.append(f"mapping.csv: {len(skipped) - _MAX_NOTES} more lines skipped")
     return mapping, notes
 
 
