@@ -1,10 +1,15 @@
 """The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table;
 ``msdebug print-file PATH`` decodes a print file; ``msdebug dump PATH`` summarises RDR trees and
-saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables."""
+saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables.
+
+A Unix tool: exit 0 when done (also when the reader of its output, ``head``, has gone), 2 with
+one line on stderr when the input is wrong, and ``dump --nan`` 1 when it finds a non-finite value.
+"""
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import platform
 import sys
@@ -13,7 +18,9 @@ import time
 from . import __version__, backend
 from .errors import echo
 
-__all__ = ["main", "environment_lines", "printable", "status_bar_missing"]
+__all__ = ["main", "environment_lines", "printable", "status_bar_missing", "BAD_INPUT"]
+
+BAD_INPUT = 2  # the exit status of every one-line error, as argparse's own
 
 #: Said wherever the JupyterLab status bar is missing (``msdebug info``, the tests that need it).
 STATUS_BAR_MISSING = (
@@ -89,7 +96,7 @@ def _print_file(args: argparse.Namespace) -> int:
         log = read_print_file(args.path, args.format)
     except MsDebugError as error:
         _say(f"msdebug print-file: {error}", file=sys.stderr)
-        return 1
+        return BAD_INPUT
     _say(repr(log) if log.source == "binary file" else log.text, end="" if log.source != "binary file" else "\n")
     return 0
 
@@ -150,7 +157,7 @@ def _dump(args: argparse.Namespace) -> int:
         explorer = open_dump(args.path)
     except MsDebugError as error:
         _say(f"msdebug dump: {error}", file=sys.stderr)
-        return 1
+        return BAD_INPUT
     if getattr(explorer, "kind", "") == "datadump" and (args.memory or args.graph or args.diff):
         _say("msdebug dump: a data dump has --exec-order and --nan; --graph, --memory and --diff are for "
               "RDR trees and save_graphs directories", file=sys.stderr)  # fmt: skip
@@ -177,7 +184,7 @@ def _dump(args: argparse.Namespace) -> int:
                 _say(f"\n{title}{section(rank)!r}")
             except MsDebugError as error:
                 _say(f"msdebug dump: {title}{error}", file=sys.stderr)
-                status = 1
+                status = BAD_INPUT
     return status
 
 
@@ -204,12 +211,40 @@ def _profile(args: argparse.Namespace) -> int:
             _say(repr(open_profile(args.path, top=args.top, order=args.order)))
     except MsDebugError as error:
         _say(f"msdebug profile: {error}", file=sys.stderr)
-        return 1
+        return BAD_INPUT
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``msdebug`` command."""
+    """Entry point of the ``msdebug`` command.
+
+    A reader that stops early (``msdebug dump D | head -1``) closes the pipe: that ends the
+    command quietly with status 0, as ``cat`` and ``grep`` do, without a traceback and without
+    a second error when the interpreter flushes stdout on its way out.
+    """
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter shutdown
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 0
+    return status
+
+
+def _stdout_to_devnull() -> None:
+    """Point fd 1 at /dev/null: what is still buffered in ``sys.stdout`` is flushed at exit and
+    must go nowhere, not raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # stdout is not a file descriptor (an embedding host): nothing will flush to the pipe
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="msdebug", description="See MindSpore's runtime context.")
     parser.add_argument("--version", action="version", version=f"msdebug {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

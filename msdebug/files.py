@@ -10,15 +10,18 @@ class with one line that names the file.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable
 from typing import BinaryIO
 
 from .errors import MsDebugError, echo
 
-__all__ = ["open_regular", "read_regular", "refuse_special", "MiB"]
+__all__ = ["open_regular", "read_regular", "refuse_special", "ascii_number", "MiB", "INT64_MAX"]
 
 MiB = 1 << 20
+INT64_MAX = (1 << 63) - 1
+_DIGITS = re.compile(r"[0-9]+")
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -93,6 +96,20 @@ def read_regular(
             "is it the right file?"
         )
     return data
+
+
+def ascii_number(text: str, high: int = INT64_MAX) -> int | None:
+    """The whole number ``text`` spells in ASCII digits, from 0 to ``high``; None for anything else.
+
+    The one reading of a number out of a name or a value someone else wrote (a dump's folders
+    and files, an environment variable): ``str.isdigit()`` also accepts ``"²"``, which ``int()``
+    refuses, and ``int()`` reads ``"١٢"`` and refuses 4,300 digits. ``high`` is the bound of the
+    type the number is used as (int64 for numpy and MindSpore).
+    """
+    if not isinstance(text, str) or len(text.lstrip("0")) > len(str(high)) or not _DIGITS.fullmatch(text):
+        return None
+    number = int(text)
+    return number if number <= high else None
 
 
 def refuse_special(path: str | os.PathLike, error: ErrorType = MsDebugError) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidValueError, MsDebugError, UnknownKeyError, did_you_mean, echo
+from .files import ascii_number
 
 __all__ = [
     "ALL_DEVICES",
@@ -185,7 +186,9 @@ class Integer(Kind):
 
     def from_raw(self, raw: Any) -> Any:
         if isinstance(raw, str):
-            return int(raw) if raw.strip().lstrip("-").isdigit() else UNSET
+            text = raw.strip()
+            number = ascii_number(text.removeprefix("-"))
+            return UNSET if number is None else (-number if text.startswith("-") else number)
         return raw
 
     def describe(self) -> str:
@@ -342,7 +345,7 @@ class Size(Kind):
     def from_raw(self, raw: Any) -> Any:
         if isinstance(raw, float):
             return f"{raw:g}GB"
-        if isinstance(raw, str) and raw.strip().isdigit():
+        if isinstance(raw, str) and ascii_number(raw.strip()) is not None:
             return f"{raw.strip()}GB"
         return raw
 

@@ -461,11 +461,11 @@ def test_cli_dump_graph_and_errors():
     assert result.returncode == 0, result.stderr
     assert "1 nodes (op PrimFunc_MatMul)" in result.stdout and "y = self.dense(фx)" in result.stdout
     missing = msdebug_command("dump", str(MODE1), "--memory")
-    assert missing.returncode == 1 and missing.stderr.strip() == (
+    assert missing.returncode == 2 and missing.stderr.strip() == (
         "msdebug dump: rank 0 has no memory address list (RDR writes one in mode 2)"
     )
     nothing = msdebug_command("dump", "/no/such/dump")
-    assert nothing.returncode == 1 and nothing.stderr == "msdebug dump: /no/such/dump: no such file or directory\n"
+    assert nothing.returncode == 2 and nothing.stderr == "msdebug dump: /no/such/dump: no such file or directory\n"
 
 
 @pytest.mark.kernel

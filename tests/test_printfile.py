@@ -215,7 +215,7 @@ def test_the_cli_prints_a_binary_file(tmp_path):
         text=True,
         timeout=120,
     )
-    assert out.returncode == 1 and out.stderr.startswith("msdebug print-file: ") and "byte 0" in out.stderr
+    assert out.returncode == 2 and out.stderr.startswith("msdebug print-file: ") and "byte 0" in out.stderr
 
 
 @pytest.mark.skipif(

@@ -516,7 +516,7 @@ def test_cli_prints_the_tables_and_compares(capsys):
     assert "AllReduce" in out and "... 4 more ops" in out
     assert main(["profile", str(TWO_RANKS / "rank_0"), "--compare", str(TWO_RANKS / "rank_1")]) == 0
     assert "speed-up" in capsys.readouterr().out
-    assert main(["profile", "/nonexistent-profile"]) == 1
+    assert main(["profile", "/nonexistent-profile"]) == 2
     assert "msdebug profile: /nonexistent-profile: no such directory" in capsys.readouterr().err
 
 

@@ -14,13 +14,14 @@ File names replace ``/`` by ``_``, which cannot be undone (``Expand/_Muls`` and
 ``Expand_/Muls`` look alike), so every tensor is matched to its op through the execution
 order: the op's full name, flattened the same way, and its type; ops that still collide are
 told apart by the files' timestamps, which grow in execution order. ``Parameter.*`` files
-hold the value at the *end* of the step. Tensors are opened lazily as memory maps.
+hold the value at the *end* of the step. Tensors are opened lazily as memory maps (read at once under 256 KiB).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import mmap
 import os
 import re
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DumpError, DumpFormatError
+from ..files import ascii_number
 
 __all__ = [
     "DataDump",
@@ -49,19 +51,23 @@ __all__ = [
     "read_data_dump",
 ]
 
+# Numbers in names are ASCII digits (re.ASCII: \d is [0-9]), read through files.ascii_number.
 _FILE = re.compile(
     r"^(?P<type>[^.]+)\.(?P<name>.+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)\."
-    r"(?P<io>input|output)\.(?P<slot>\d+)\.(?P<format>[^.]+)\.(?P<dtype>[^.]+)\.npy$"
+    r"(?P<io>input|output)\.(?P<slot>\d+)\.(?P<format>[^.]+)\.(?P<dtype>[^.]+)\.npy$",
+    re.ASCII,
 )
-_RANK = re.compile(r"^rank_(\d+)$")
-_EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$")
-_GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$")
-_OP_TYPE = re.compile(r"^(.*?)-op\d+$")
-_OP_NUMBER = re.compile(r"-op\d+$")
+_RANK = re.compile(r"^rank_(\d+)$", re.ASCII)
+_EXEC = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$", re.ASCII)
+_GLOBAL = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$", re.ASCII)
+_OP_TYPE = re.compile(r"^(.*?)-op\d+$", re.ASCII)
+_OP_NUMBER = re.compile(r"-op\d+$", re.ASCII)
 # Bounds on what a reader takes from an untrusted tree.
 _MAX_CSV = 64 << 20
 _MAX_META = 1 << 20
 _MAX_FILES = 1_000_000
+_MAX_MAPPING_LINE = 128 << 10  # characters: csv's own default bound on a field
+_MAX_NOTES = 3  # per file; then how many more
 # Elements per chunk: 4 Mi float32 = 16 MiB read at a time, whatever the tensor's size.
 CHUNK = 1 << 22
 
@@ -120,6 +126,7 @@ class DumpIteration:
     unmatched: list[TensorFile]
     bad_names: list[str]
     order_known: bool
+    notes: list[str] = field(default_factory=list)  # what could not be read, and was skipped
 
     @property
     def first_timestamp(self) -> int:
@@ -220,8 +227,9 @@ def _rank_dirs(path: Path) -> list[tuple[int, Path]]:
     found = []
     for entry in entries:
         match = _RANK.match(entry.name)
-        if match and entry.is_dir(follow_symlinks=False):
-            found.append((int(match.group(1)), Path(entry.path)))
+        number = ascii_number(match.group(1)) if match else None
+        if number is not None and entry.is_dir(follow_symlinks=False):
+            found.append((number, Path(entry.path)))
     return sorted(found)
 
 
@@ -265,12 +273,41 @@ def _read_exec_order(path: Path) -> list[str]:
 
 
 def _read_numbers(path: Path) -> list[int]:
-    return [int(x) for x in _read_small(path, _MAX_CSV).split() if x.strip().isdigit()]
+    numbers = (ascii_number(word) for word in _read_small(path, _MAX_CSV).split())
+    return [n for n in numbers if n is not None]
 
 
-def _read_mapping(path: Path) -> dict[str, str]:
-    rows = csv.reader(io.StringIO(_read_small(path, _MAX_CSV)))
-    return {row[0]: row[1] for row in rows if len(row) >= 2}
+def _read_mapping(path: Path) -> tuple[dict[str, str], list[str]]:
+    """``<digits>.npy`` -> original file name, and a note for each line that could not be read
+    (longer than any name, or csv refuses it): those lines are skipped, and the files they named
+    are listed as odd names, never an error for the whole dump. Line by line, with the reader's
+    own bound: csv's field limit is global, and importing MindSpore raises it."""
+    try:
+        text = _read_small(path, _MAX_CSV)
+    except (OSError, DumpFormatError) as error:
+        return {}, [f"mapping.csv skipped: {_reason(error)}"]
+    mapping: dict[str, str] = {}
+    skipped: list[str] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if len(line) > _MAX_MAPPING_LINE:
+            skipped.append(f"mapping.csv line {number} skipped: longer than {_MAX_MAPPING_LINE} characters")
+            continue
+        try:
+            row = next(csv.reader([line]), [])
+        except csv.Error as error:
+            skipped.append(f"mapping.csv line {number} skipped: csv cannot read it ({error})")
+            continue
+        if len(row) >= 2:
+            mapping[row[0]] = row[1]
+    notes = skipped[:_MAX_NOTES]
+    if len(skipped) > _MAX_NOTES:
+        notes.append(f"mapping.csv: {len(skipped) - _MAX_NOTES} more lines skipped")
+    return mapping, notes
+
+
+def _reason(error: Exception) -> str:
+    return (getattr(error, "strerror", None) or str(error)).rsplit(": ", 1)[-1]
 
 
 def _flat(name: str) -> str:
@@ -295,8 +332,8 @@ def iteration_paths(path: str | os.PathLike) -> set[str]:
             if net.name in ("execution_order", "graphs") or net.name.startswith("."):
                 continue
             for graph in _subdirs(net):
-                if graph.name.isdigit():
-                    found.update(str(step) for step in _subdirs(graph) if step.name.isdigit())
+                if ascii_number(graph.name) is not None:
+                    found.update(str(step) for step in _subdirs(graph) if ascii_number(step.name) is not None)
     return found
 
 
@@ -322,10 +359,14 @@ def _read_rank(number: int, where: Path, skip: set[str] | frozenset[str] = froze
     order_dir = where / "execution_order"
     if order_dir.is_dir():
         for entry in sorted(os.scandir(order_dir), key=lambda e: e.name):
-            if (match := _EXEC.match(entry.name)) and entry.is_file(follow_symlinks=False):
-                orders[int(match.group(1))] = _read_exec_order(Path(entry.path))
-            elif (match := _GLOBAL.match(entry.name)) and entry.is_file(follow_symlinks=False):
-                dumped[int(match.group(1))] = _read_numbers(Path(entry.path))
+            match = _EXEC.match(entry.name) or _GLOBAL.match(entry.name)
+            gid = ascii_number(match.group(1)) if match else None
+            if gid is None or not entry.is_file(follow_symlinks=False):
+                continue
+            if match.re is _EXEC:
+                orders[gid] = _read_exec_order(Path(entry.path))
+            else:
+                dumped[gid] = _read_numbers(Path(entry.path))
     metadata = {}
     config = where / ".dump_metadata" / "config.json"
     if config.is_file():
@@ -341,12 +382,13 @@ def _read_rank(number: int, where: Path, skip: set[str] | frozenset[str] = froze
         if net.name in ("execution_order", "graphs") or net.name.startswith("."):
             continue
         for graph in _subdirs(net):
-            if not graph.name.isdigit():
+            gid = ascii_number(graph.name)
+            if gid is None:
                 continue
             for step in _subdirs(graph):
-                if step.name.isdigit() and str(step) not in skip:
-                    gid = int(graph.name)
-                    iterations.append(_read_iteration(number, net.name, gid, int(step.name), step, orders.get(gid)))
+                iteration = ascii_number(step.name)
+                if iteration is not None and str(step) not in skip:
+                    iterations.append(_read_iteration(number, net.name, gid, iteration, step, orders.get(gid)))
     iterations.sort(key=lambda it: (it.iteration, it.first_timestamp, it.graph_id))
     return DumpRank(number, where, orders, dumped, iterations, metadata)
 
@@ -370,7 +412,7 @@ def _read_iteration(
     if len(entries) > _MAX_FILES:
         raise DumpError(f"{path}: more than {_MAX_FILES} files")
     names = {e.name: e for e in entries}
-    mapping = _read_mapping(path / "mapping.csv") if "mapping.csv" in names else {}
+    mapping, notes = _read_mapping(path / "mapping.csv") if "mapping.csv" in names else ({}, [])
     tensors: list[TensorFile] = []
     bad: list[str] = []
     for entry in entries:
@@ -381,7 +423,9 @@ def _read_iteration(
             continue
         original = mapping.get(entry.name, entry.name)
         match = _FILE.match(original)
-        if match is None:
+        stamp = ascii_number(match["ts"]) if match else None
+        slot = ascii_number(match["slot"]) if match else None
+        if stamp is None or slot is None:
             bad.append(entry.name)
             continue
         tensors.append(
@@ -389,9 +433,9 @@ def _read_iteration(
                 Path(entry.path),
                 match["type"],
                 match["name"],
-                int(match["ts"]),
+                stamp,
                 match["io"],
-                int(match["slot"]),
+                slot,
                 match["dtype"],
                 entry.stat(follow_symlinks=False).st_size,
                 entry.name if original != entry.name else "",
@@ -401,7 +445,7 @@ def _read_iteration(
     parameters = [t for t in tensors if t.is_parameter]
     ops, unmatched = _match(order, [t for t in tensors if not t.is_parameter])
     return DumpIteration(
-        rank, net, graph_id, iteration, path, ops, parameters, unmatched, sorted(bad), order is not None
+        rank, net, graph_id, iteration, path, ops, parameters, unmatched, sorted(bad), order is not None, notes
     )
 
 
@@ -429,22 +473,32 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         lambda op_type, flat: (op_type, _OP_NUMBER.sub("", flat)),
     )
     left = tensors
+    have: dict[tuple[int, str], set[int]] = {}  # (op index, io) -> the slots it holds
     for key in keys:
         groups: dict[tuple[str, str], list[DumpOp]] = {}
         for op in ops:
             groups.setdefault(key(op.op_type, _flat(op.name)), []).append(op)
+        # Per (key, io, slot), how far along the group the first op lacking that slot is: ops
+        # only gain slots, so the position only moves forward (linear in ops plus files).
+        first: dict[tuple[tuple[str, str], str, int], int] = {}
         still = []
         for t in left:
-            slots = op_slots = None
-            for op in groups.get(key(t.op_type, t.flat_name), ()):
-                op_slots = op.inputs if t.io == "input" else op.outputs
-                if all(have.slot != t.slot for have in op_slots):
-                    slots = op_slots
-                    break
-            if slots is None:
+            group_key = key(t.op_type, t.flat_name)
+            group = groups.get(group_key)
+            if not group:
                 still.append(t)
-            else:
-                slots.append(t)
+                continue
+            where = (group_key, t.io, t.slot)
+            position = first.get(where, 0)
+            while position < len(group) and t.slot in have.get((group[position].index, t.io), ()):
+                position += 1
+            first[where] = position
+            if position == len(group):
+                still.append(t)
+                continue
+            op = group[position]
+            (op.inputs if t.io == "input" else op.outputs).append(t)
+            have.setdefault((op.index, t.io), set()).add(t.slot)
         left = still
     unmatched = left
     for op in ops:
@@ -603,7 +657,8 @@ def histogram(array: np.ndarray, bins: int = 30) -> tuple[list[int], list[float]
 
 
 def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
-    """The array of one ``.npy`` file as a read-only memory map (nothing is read yet).
+    """The array of one ``.npy`` file, read-only: a memory map (nothing is read yet), or the
+    bytes themselves for a tensor under 256 KiB.
 
     Raises
     ------
@@ -623,24 +678,67 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
         head = os.pread(fd, 4096, 0)
         try:
             shape, fortran, dtype, offset = _parse_header(head)
-        except (ValueError, OSError, EOFError, SyntaxError, TypeError) as error:
+        except (ValueError, OSError, EOFError, SyntaxError, TypeError, MemoryError, RecursionError) as error:
             raise DumpFormatError(f"{path.name}: not a readable .npy file ({error})") from None
-        if dtype.hasobject:
-            raise DumpFormatError(f"{path.name}: holds Python objects, which a MindSpore dump never does")
-        count = int(np.prod(shape, dtype=np.int64))
-        need = offset + count * dtype.itemsize
-        if info.st_size < need:
-            raise DumpFormatError(f"{path.name}: cut short: {info.st_size} bytes, its header needs {need}")
+        count, need = _check_header(path.name, shape, dtype, offset, info.st_size)
         if count == 0:
             return np.zeros(shape, dtype)
-        try:
-            mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as error:
-            raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
+        if need <= _READ_AT_ONCE:  # a small tensor: one read costs less than a map and its unmap
+            mapped = head if need <= len(head) else os.pread(fd, need, 0)
+            if len(mapped) < need:
+                raise DumpFormatError(
+                    f"{path.name}: cut short while read: {len(mapped)} bytes, its header needs {need}"
+                )
+        else:
+            try:
+                mapped = mmap.mmap(fd, need, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as error:
+                raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
     finally:
         os.close(fd)
     flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
     return flat.reshape(shape, order="F" if fortran else "C")
+
+
+_READ_AT_ONCE = 256 << 10  # bytes: smaller tensors are read, larger ones mapped
+
+# What a MindSpore dump holds: bool, signed and unsigned integers, floats (numpy's kinds).
+_TENSOR_KINDS = "biuf"
+_MAX_NDIM = 32  # numpy 1's bound (numpy 2 allows 64)
+_MAX_BYTES = (1 << 63) - 1  # numpy's bound on an array's bytes, zero-size arrays included
+
+
+def _check_header(name: str, shape, dtype: np.dtype, offset: int, file_size: int) -> tuple[int, int]:
+    """The one check of a ``.npy`` header against what a dump can hold and the file's size:
+    ``(elements, bytes the file needs)``, counted with Python ints (numpy's int64 wraps)."""
+    if dtype.kind not in _TENSOR_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise DumpFormatError(
+            f"{name}: holds {_dtype_words(dtype)} values; a MindSpore dump holds bool, integer and float tensors"
+        )
+    if dtype.itemsize <= 0:
+        raise DumpFormatError(f"{name}: its header gives values of {dtype.itemsize} bytes")
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        raise DumpFormatError(f"{name}: its header's shape {_short(shape)} is not a tuple of sizes 0 or more")
+    if len(shape) > _MAX_NDIM:
+        raise DumpFormatError(f"{name}: its header gives {len(shape)} dimensions; at most {_MAX_NDIM} are allowed")
+    if math.prod(n for n in shape if n) * dtype.itemsize > _MAX_BYTES:
+        raise DumpFormatError(f"{name}: its header's shape {_short(shape)} is larger than any array can be")
+    count = math.prod(shape)
+    need = offset + count * dtype.itemsize
+    if file_size < need:
+        raise DumpFormatError(f"{name}: cut short: {file_size} bytes, its header needs {need}")
+    return count, need
+
+
+def _dtype_words(dtype: np.dtype) -> str:
+    words = {"O": "Python object", "V": "structured", "S": "byte string", "U": "text", "c": "complex", "M": "datetime",
+             "m": "timedelta"}  # fmt: skip
+    return words.get(dtype.kind, "") + f" ({_short(dtype.str)})" if dtype.kind in words else _short(str(dtype))
+
+
+def _short(value) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # The header numpy writes (and MindSpore, through it): parsed without ast for speed; anything

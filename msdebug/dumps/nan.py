@@ -1,8 +1,8 @@
 """The first NaN or Inf: tensor statistics, chunked scans of a data dump, and the report model.
 
-Pure: numpy only. A scan reads each tensor as a memory map, a chunk at a time, so a dump
-larger than memory is scanned in bounded memory; a file that is not a readable ``.npy`` is
-reported and skipped. The same :class:`NanReport` describes a data-dump scan and the
+Pure: numpy only. A scan reads each tensor as a memory map (a small one at once), a chunk at
+a time, so a dump larger than memory is scanned in bounded memory; a file that is not a
+readable ``.npy`` is reported and skipped. The same :class:`NanReport` describes a data-dump scan and the
 PyNative hooks of ``%%msnan`` (:mod:`msdebug.recorders.nan`), so both render alike.
 """
 
@@ -215,6 +215,7 @@ def scan_dump(
     ops = 0
     for where in ranks:
         for iteration in where.iterations:
+            notes.extend(f"rank {where.rank} iteration {iteration.iteration}: {note}" for note in iteration.notes)
             if iteration.unmatched:
                 notes.append(
                     f"rank {where.rank} iteration {iteration.iteration}: {len(iteration.unmatched)} files match no op "

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DumpError, DumpFormatError
-from ..files import MiB, read_regular
+from ..files import MiB, ascii_number, read_regular
 from .ir import looks_binary
 
 __all__ = [
@@ -96,7 +96,7 @@ class RdrFile:
     def graph_id(self) -> int | None:
         """``SESSION.graph_build.0`` -> 0; None for names without a trailing id."""
         head, _, tail = self.name.rpartition(".")
-        return int(tail) if head and tail.isdigit() else None
+        return ascii_number(tail) if head else None
 
     @property
     def stage(self) -> tuple[int, str] | None:
@@ -189,7 +189,8 @@ class RdrTree:
 def _rank_of(directory: Path) -> int:
     name = directory.parent.name if directory.name == "rdr" else directory.name
     tail = name.rpartition("_")[2]
-    return int(tail) if name.startswith("rank_") and tail.isdigit() else 0
+    number = ascii_number(tail) if name.startswith("rank_") else None
+    return number if number is not None else 0
 
 
 def _read_rank(directory: Path) -> RdrRank:
@@ -311,7 +312,8 @@ def read_exec_order(path: str | os.PathLike) -> ExecOrder:
         line = lines[i]
         if line.startswith("execution_order size:"):
             tail = line.rpartition(":")[2].strip()
-            declared = int(tail) if tail.isdigit() else -1
+            declared = ascii_number(tail)
+            declared = -1 if declared is None else declared
         elif _EXEC_ENTRY.match(line):
             body = [text.strip() for text in lines[i + 1 : i + 4]]
             if len(body) < 3 or not all(lines[i + 1 + k].startswith("\t") for k in range(len(body))):
@@ -344,8 +346,8 @@ def _exec_entry(index: int, text: str, stream: str, graph_id: str) -> ExecEntry:
         name,
         op,
         inputs,
-        int(stream) if stream.isdigit() else None,
-        int(graph_id) if graph_id.isdigit() else None,
+        ascii_number(stream),
+        ascii_number(graph_id),
         text,
     )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .. import backend as _backend
 from ..errors import MsDebugError
+from ..files import ascii_number
 
 __all__ = ["SaveGraphsStatus", "configure", "status"]
 
@@ -87,11 +88,12 @@ def status(notes: tuple[str, ...] = ()) -> SaveGraphsStatus:
         level, path, via = int(settings.get("save_graphs")), settings.get("save_graphs_path"), "context"
         env = os.environ.get(ENV_LEVEL)
         if env and env != "0" and not level:
-            level = int(env) if env.isdigit() else level
+            from_env = ascii_number(env, 99)
+            level = level if from_env is None else from_env
             path, via = os.environ.get(ENV_PATH, path), "env"
     else:
         text = os.environ.get(ENV_LEVEL, "0")
-        level = int(text) if text.isdigit() else 0
+        level = ascii_number(text, 99) or 0
         path, via = os.environ.get(ENV_PATH, "."), "env"
     path = os.path.abspath(path or ".")
     families: dict[str, int] = {}

@@ -10,6 +10,8 @@ import re
 
 from ._html import FADED, NOTE, STRONG, esc, tag
 
+_LINE = re.compile(r"[0-9]{1,18}")
+
 __all__ = [
     "graph_picture",
     "html_diff",
@@ -127,7 +129,9 @@ def _row_source(row) -> str:
 
 def _line_of(source: str) -> int:
     tail = source.rsplit(":", 1)[-1].split("~")[0]
-    return int(tail) if tail.isdigit() else 0
+    # ASCII digits only, as msdebug.files.ascii_number reads them (views may not import it):
+    # isdigit() takes "²", which int() refuses.
+    return int(tail) if _LINE.fullmatch(tail) else 0
 
 
 def _code_html(code: str, in_cell: bool) -> str:

@@ -109,10 +109,11 @@ class ProfileMagics(Magics):
         or is interrupted shows what was recorded, marked partial, then the error.
         """
         from ...errors import InvalidValueError
+        from ...files import ascii_number
         from ...recorders.profile import Profile
 
         top = args.get("--top", "15")
-        if not top.isdigit():
+        if ascii_number(top) is None:
             raise InvalidValueError(f"%%msprofile: --top needs a whole number, got {top!r}.")
         recorder = Profile(
             steps=args.get("--steps"),
