@@ -54,6 +54,7 @@ def kernel():
     k.close()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``) a group runs on one worker, in order: the cells of
     a tutorial share one kernel, and a module's module-scoped fixtures (a JupyterLab, a profiled

@@ -161,22 +161,31 @@ def open_notebook(page, lab: Lab, name: str, cells: int):
 
 
 def run_cell(page, cells, index: int):
-    """Run cell ``index`` (Shift+Enter in its editor); returns its output area.
+    """Run cell ``index`` as a person does (Shift+Enter in its editor); returns its output area."""
+    cell = cells.nth(index)
+    press_shift_enter(cell)
+    return cell.locator(".jp-OutputArea-output")
 
-    JupyterLab marks a cell ``[*]`` as soon as it is queued; a keypress that a busy page lost
-    leaves ``[ ]``, and only then is it pressed again.
+
+def press_shift_enter(cell) -> None:
+    """Click into ``cell``'s editor, wait until it has the keyboard, press Shift+Enter, and wait
+    until JupyterLab has queued the cell (``[*]``, or ``[N]`` once done).
+
+    On a busy machine a click can land before the page is ready for it and the keypress then
+    goes nowhere: the editor's focus is the event that says the keypress will reach it. Only a
+    cell still at ``[ ]`` with its editor unfocused is pressed again, so none runs twice.
     """
     from playwright.sync_api import expect
 
-    cell = cells.nth(index)
     prompt = cell.locator(".jp-InputPrompt")
+    editor = cell.locator(".jp-InputArea-editor")
     for attempt in range(3):
-        cell.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
+        editor.click()
+        expect(editor.locator(".cm-content")).to_be_focused()
+        cell.page.keyboard.press("Shift+Enter")
         try:
-            expect(prompt).not_to_have_text("[ ]:", timeout=15_000)
-            break
+            expect(prompt).not_to_have_text("[ ]:", timeout=60_000)
+            return
         except AssertionError:
             if attempt == 2:
                 raise
-    return cell.locator(".jp-OutputArea-output")

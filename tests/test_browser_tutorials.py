@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lab import browser_marks, chromium, jupyterlab, open_notebook
+from lab import browser_marks, chromium, jupyterlab, open_notebook, press_shift_enter
 
 pytestmark = browser_marks
 
@@ -99,8 +99,7 @@ def _run_every_code_cell(page, notebook: str, lab) -> tuple:
     for index in range(code.count()):
         cell = code.nth(index)
         cell.scroll_into_view_if_needed()
-        cell.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
+        press_shift_enter(cell)
         # "[*]:" while it runs, "[N]:" once done (errors included: some cells show mistakes).
         expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
     return cells, code
