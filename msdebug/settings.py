@@ -440,7 +440,7 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
     plan.device_named = not _DEVICE_KEYS.isdisjoint(plan.shown)
     if plan.device_named:
         plan.device = _plan_device(plan.shown, backend.device(), scoped)
-    chosen = plan.device is not None and plan.device[0] != "device_id"  # set_device picks a target
+    chosen = plan.device is not None and plan.device[0] not in ("device_id", "ignored")  # set_device picks a target
     target = plan.target = plan.device[0] if chosen else backend.read("device_target")
     entries: dict[str, dict[str, Any]] = {}
     for name, value in plan.shown.items():
@@ -494,7 +494,9 @@ def _plan_device(shown: Mapping[str, Any], device: _backend.DeviceState, scoped:
         # The key the person typed keeps MindSpore's meaning: set_context(device_id=...) may be
         # called again (MindSpore's own test_set_device_id sets 1, then 2); device= and the panel
         # use set_device, which MindSpore allows once. After the first operator both are refused.
-        return "device_id", number
+        # After set_device, MindSpore accepts set_context(device_id=...) and ignores it (the device
+        # and get_context("device_id") stay): msdebug says so instead of reporting a change.
+        return ("ignored" if device.configured else "device_id"), number
     if target not in device.supported:
         raise NotApplicableError(
             f"device: {target} is not available in this MindSpore build (it supports "
@@ -542,7 +544,8 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     before = [_canonical(backend, key) for _, key in named]
     old_device = str(backend.device()) if plan.device_named else None
     by_context = plan.device is not None and plan.device[0] == "device_id"  # set_context(device_id=...)
-    old_id = _canonical(backend, CATALOG["device_id"]) if by_context else None
+    ignored = plan.device is not None and plan.device[0] == "ignored"  # device_id after set_device
+    old_id = _canonical(backend, CATALOG["device_id"]) if by_context or ignored else None
     undo: list[tuple[str, Any]] = []
     try:
         for name, (key, value) in plan.values.items():
@@ -553,7 +556,7 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
             _write(backend, name, value)
         if by_context:
             _write(backend, "device_id", plan.device[1])
-        elif plan.device is not None:
+        elif plan.device is not None and not ignored:  # MindSpore would ignore it: nothing to ask
             backend.set_device(*plan.device)
     except BaseException:
         for name, raw in reversed(undo):
@@ -563,6 +566,13 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
     target = plan.target
     if by_context:
         changes = [Change(CATALOG["device_id"], old_id, _canonical(backend, CATALOG["device_id"]))]
+    elif ignored:
+        in_use = backend.device()
+        note = (
+            f"{plan.device[1]} ignored: mindspore.set_device() already chose {in_use}, which stays in use "
+            "(MindSpore ignores set_context(device_id=...) after it)"
+        )
+        changes = [Change(CATALOG["device_id"], old_id, old_id, note)]
     elif plan.device_named:
         changes = [Change(SHORTHANDS["device"], old_device, str(backend.device()))]
     else:

@@ -25,11 +25,12 @@ def test_before_the_first_operator_a_device_can_be_chosen_once_and_a_missing_tar
 magic("device=GPU:0")
 magic("device_target=Ascend")
 magic("device=CPU:1")
-import mindspore as ms
+import mindspore as ms, msdebug
 print("current:", tuple(ms.get_current_device()))
 magic("device=CPU:1")
 magic("device_id=2")
 magic("device=CPU:2")
+print("after:", ms.get_context("device_id"), tuple(ms.get_current_device()), msdebug.get("device_id"))
 """
     )
     assert out[0].startswith("usage error: device: GPU is not available in this MindSpore build (it supports CPU)")
@@ -42,13 +43,30 @@ magic("device=CPU:2")
     assert out[2] == "ok: device: CPU:0 → CPU:1"
     assert out[3] == "current: ('CPU', 1)"
     assert out[4] == "ok: device: CPU:1 (unchanged)"
-    # device_id alone keeps set_context's meaning, which MindSpore accepts again before the first
-    # operator (its own test_set_device_id); device= would be refused: set_device was called.
-    assert out[5] == "ok: device_id: 1 → 2"
+    # device_id alone keeps set_context's meaning; after set_device MindSpore accepts it and ignores
+    # it, and msdebug says so; device= is refused: set_device was called.
+    assert out[5] == (
+        "ok: device_id: 1 (unchanged)  [2 ignored: mindspore.set_device() already chose CPU:1, which stays "
+        "in use (MindSpore ignores set_context(device_id=...) after it)]"
+    )
     assert out[6] == (
         "usage error: device: mindspore.set_device() already chose CPU:1 and can be called only once per "
         "process; restart the kernel and make this the first cell: import mindspore; mindspore.set_device('CPU', 2)"
     )
+    assert out[7] == "after: 1 ('CPU', 1) 1"  # MindSpore's own view and msdebug's agree
+
+
+def test_device_id_alone_before_set_device_is_set_context_and_may_change_again():
+    out = session(
+        """
+magic("device_id=1")
+magic("device_id=2")
+import mindspore as ms
+print("after:", ms.get_context("device_id"), tuple(ms.get_current_device()))
+"""
+    )
+    assert out[:2] == ["ok: device_id: 0 → 1", "ok: device_id: 1 → 2"]
+    assert out[2] == "after: 2 ('CPU', 0)"
 
 
 def test_after_the_first_operator_the_device_is_fixed_and_the_message_gives_a_first_cell():

@@ -37,11 +37,11 @@ print("after first magic:", "mindspore" in sys.modules)
 def test_loading_twice_is_harmless_and_unloading_undoes_everything():
     out = lines(
         """
-from msdebug.ipython import completion, hooks
+from msdebug.ipython import extension, hooks
 def state():
     return (
         "mscontext" in ip.magics_manager.magics["line"],
-        ip.Completer.custom_matchers.count(completion.magic_matcher),
+        ip.Completer.custom_matchers.count(extension.complete),
         sum(isinstance(cb, hooks.CellFiles) for cb in ip.events.callbacks["pre_run_cell"]),
         sum(type(c).__name__ == "MsDebug" for c in ip.configurables),
         os.environ.get("GLOG_v"),
@@ -64,6 +64,56 @@ print("reloaded:", state())
         "unloaded: (False, 0, 0, 0, None, False)",
         "reloaded: (True, 1, 1, 1, '2', True)",
     ]
+
+
+# What %load_ext msdebug must not import: MindSpore and the libraries behind views and widgets,
+# the key catalog and settings (read at the first %mscontext), the readers, recorders and views,
+# the magics' own modules (imported at a magic's first use or help) and completion's specs.
+HEAVY = ("mindspore", "numpy", "ipywidgets", "msdebug.keys", "msdebug.settings", "msdebug.capture")
+HEAVY_PACKAGES = ("msdebug.recorders", "msdebug.ranks", "msdebug.ipython.magics.", "msdebug.views.")
+HEAVY_MODULES = ("msdebug.dumps.ir", "msdebug.dumps.explorer", "msdebug.ipython.completion", "msdebug.ipython.panel")
+
+
+def test_loading_imports_nothing_heavy_and_every_magic_still_works():
+    out = lines(
+        f"""
+before = set(sys.modules)
+ip.run_line_magic("load_ext", "msdebug")
+new = set(sys.modules) - before
+heavy = sorted(
+    m for m in new
+    if m.partition(".")[0] in {HEAVY!r} or m in {HEAVY!r} or m in {HEAVY_MODULES!r}
+    or (m.startswith({HEAVY_PACKAGES!r}) and m != "msdebug.views._html")
+)
+print("heavy:", heavy)
+print("ms magics:", sorted(n for kind in ("line", "cell") for n in ip.magics_manager.magics[kind] if n.startswith("ms")))
+from IPython.core.completer import provisionalcompleter
+with provisionalcompleter():
+    print("completes:", [c.text for c in ip.Completer.completions("%mscontext mo", 13) if c.text == "mode="])
+ip.run_cell("%msdump?")  # help of a magic whose class is not imported yet
+print(ip.run_line_magic("mscontext", "mode=graph"))
+"""
+    )
+    assert out[:4] == [
+        "heavy: []",
+        "ms magics: ['mscontext', 'mscontext', 'msdump', 'msgraphs', 'msnan', 'msprint', 'msprint', 'msprofile', 'msrdr']",
+        "completes: ['mode=']",
+        "Docstring:",
+    ]
+    assert "MindSpore's data dump: switch it on before the first graph compile, see what it wrote." in out
+    assert "mode: PYNATIVE_MODE (1) → GRAPH_MODE (0)" in out
+
+
+def test_the_declared_magics_are_exactly_what_their_classes_provide():
+    from msdebug.ipython.magics import DECLARED, MAGICS
+
+    provided = {}
+    for magics in MAGICS:
+        for kind in ("line", "cell"):
+            for name in magics.magics[kind]:
+                kinds, spec = provided.setdefault(name, ((), f"{magics.__module__}:{magics.__name__}"))
+                provided[name] = ((*kinds, kind), spec)
+    assert provided == DECLARED
 
 
 def test_preferences_are_traitlets_for_percent_config():

@@ -10,8 +10,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import DumpError, DumpFormatError
-from .ir import IrFile, IrGraph, IrNode, SourceLocation, parse_ir, read_ir
 
 __all__ = [
     "DumpError",
@@ -23,3 +24,13 @@ __all__ = [
     "parse_ir",
     "read_ir",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The .ir reader is imported on first use: importing one light module of this package
+    # (``cells``, which %load_ext msdebug needs to name notebook cells) must not import it.
+    if name in __all__:
+        from . import ir
+
+        return getattr(ir, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

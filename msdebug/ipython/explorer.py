@@ -19,13 +19,17 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..dumps import cells
-from ..dumps.explorer import Explorer
 from ..errors import MsDebugError
-from ..views import dumps as views
 from ..views._html import NOTE, esc, tag
+
+if TYPE_CHECKING:
+    from ..dumps.explorer import Explorer
+
+# By name: registering the formatter at %load_ext must not import the readers and views.
+_EXPLORER = "msdebug.dumps.explorer.Explorer"
 
 __all__ = ["CellNames", "ExplorerWidget", "register", "show_as_widget", "unregister"]
 
@@ -69,10 +73,15 @@ def _bundle_for(shell):
 def show_as_widget(shell) -> None:
     """Display explorers as :class:`ExplorerWidget` in ``shell`` (also without ``%load_ext``)."""
     formatter = shell.display_formatter.mimebundle_formatter
-    if not getattr(formatter.type_printers.get(Explorer), "msdebug", False):
+    try:
+        current = formatter.lookup_by_type(_EXPLORER)
+    except KeyError:
+        current = None
+    if not getattr(current, "msdebug", False):
+        formatter.pop(_EXPLORER, None)
         printer = _bundle_for(shell)
         printer.msdebug = True
-        formatter.for_type(Explorer, printer)
+        formatter.for_type_by_name(*_EXPLORER.rsplit(".", 1), printer)
 
 
 def register(shell) -> None:
@@ -90,7 +99,13 @@ def unregister(shell) -> None:
     names = _hooks.pop(id(shell), None)
     if names is not None:
         cells.remove_namer(names)
-    shell.display_formatter.mimebundle_formatter.pop(Explorer, None)
+    shell.display_formatter.mimebundle_formatter.pop(_EXPLORER, None)
+
+
+def _views():
+    from ..views import dumps
+
+    return dumps
 
 
 def _option(text: str, width: int = 44) -> str:
@@ -170,7 +185,7 @@ class ExplorerWidget:
 
         def fill() -> None:
             self.summary.value = self._guard(
-                lambda: views.html_explorer(self.explorer.summary(), self.explorer.stage_nodes(self.rank))
+                lambda: _views().html_explorer(self.explorer.summary(), self.explorer.stage_nodes(self.rank))
             )
 
         self._pane("Summary", [self.summary], fill)
@@ -360,7 +375,7 @@ class ExplorerWidget:
             self.show_in_graph.disabled = True
             return
         row = self._exec_rows[number]
-        self.node_detail.value = views.html_exec_row(row)
+        self.node_detail.value = _views().html_exec_row(row)
         self.show_in_graph.disabled = not (row.ir_file and row.fullname)
 
     def _kernel_in_graph(self) -> None:

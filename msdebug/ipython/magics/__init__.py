@@ -2,16 +2,40 @@
 
 :data:`MAGICS` is the one list: loading registers these classes, unloading removes what they
 registered, and completion reads their ``SPECS``.
+
+``%load_ext msdebug`` imports none of them: :data:`DECLARED` names each magic, its kinds and
+the class that provides it, so IPython can list and complete the names at once and import a
+class the first time one of its magics is used (or its help is asked for).
+``tests/test_extension.py`` checks that :data:`DECLARED` says exactly what the classes do.
 """
 
 from __future__ import annotations
 
-from .context import ContextMagics
-from .dumps import DumpMagics
-from .nan import NanMagics
-from .prints import PrintMagics
-from .profile import ProfileMagics
+from typing import Any
 
-__all__ = ["MAGICS"]
+__all__ = ["DECLARED", "MAGICS"]
 
-MAGICS = (ContextMagics, PrintMagics, DumpMagics, NanMagics, ProfileMagics)
+#: magic name -> (kinds, "module:Class") for IPython's ``MagicsManager.register_lazy``;
+#: in the order of :data:`MAGICS`.
+DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
+    "mscontext": (("line", "cell"), "msdebug.ipython.magics.context:ContextMagics"),
+    "msprint": (("line", "cell"), "msdebug.ipython.magics.prints:PrintMagics"),
+    "msgraphs": (("line",), "msdebug.ipython.magics.dumps:DumpMagics"),
+    "msrdr": (("line",), "msdebug.ipython.magics.dumps:DumpMagics"),
+    "msdump": (("line",), "msdebug.ipython.magics.nan:NanMagics"),
+    "msnan": (("cell",), "msdebug.ipython.magics.nan:NanMagics"),
+    "msprofile": (("cell",), "msdebug.ipython.magics.profile:ProfileMagics"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MAGICS":
+        from .context import ContextMagics
+        from .dumps import DumpMagics
+        from .nan import NanMagics
+        from .prints import PrintMagics
+        from .profile import ProfileMagics
+
+        globals()["MAGICS"] = found = (ContextMagics, PrintMagics, DumpMagics, NanMagics, ProfileMagics)
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
