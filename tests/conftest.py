@@ -52,19 +52,3 @@ def kernel():
     k = Kernel()
     yield k
     k.close()
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``--dist loadgroup``) a group runs on one worker, in order: the cells of
-    a tutorial share one kernel, and a module's module-scoped fixtures (a JupyterLab, a profiled
-    run) are made once. Every other test goes to whichever worker is free."""
-    for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        shares = fixtures is not None and any(
-            definition.scope in ("module", "class")
-            for definitions in fixtures.name2fixturedefs.values()
-            for definition in definitions
-        )
-        if item.path.suffix == ".ipynb" or shares:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
