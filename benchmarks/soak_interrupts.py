@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers import Kernel  # noqa: E402
-
 from test_interrupts import GATE, Mute, double_interrupt_round  # noqa: E402
+
+from helpers import Kernel  # noqa: E402
 
 
 def start(faults: str) -> Kernel:
