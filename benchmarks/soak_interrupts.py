@@ -69,10 +69,12 @@ def main() -> int:
                 stopped, now = double_interrupt_round(k, rounds, rng, args.mute_after)
             except Mute as why:
                 mutes += 1
-                print(f"round {rounds}: the kernel is mute ({why}); its stacks:", file=sys.stderr)
-                os.kill(k.manager.provisioner.process.pid, signal.SIGUSR1)
-                time.sleep(2)  # faulthandler writes from the signal handler; give it the moment it needs
-                print(Path(faults).read_text(errors="replace")[-6000:], file=sys.stderr)
+                alive = k.manager.is_alive()
+                print(f"round {rounds}: the kernel is mute ({why}); alive: {alive}; its stacks:", file=sys.stderr)
+                if alive:
+                    os.kill(k.manager.provisioner.process.pid, signal.SIGUSR1)
+                    time.sleep(2)  # faulthandler writes from the signal handler; give it the moment it needs
+                    print(Path(faults).read_text(errors="replace")[-6000:], file=sys.stderr)
                 k.close()
                 k = start(faults)
                 deferred = 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import backend
 from . import comm, completion, explorer
-from .hooks import hold_during_cell, refresh_after_cell
+from .hooks import guard_shell, hold_during_cell, refresh_after_cell, unguard_shell
 from .magics import MAGICS
 from .prefs import MsDebug, _loaded
 
@@ -31,6 +31,7 @@ def load(shell) -> None:
     for event, hook in _HOOKS:
         shell.events.register(event, hook)
     explorer.register(shell)
+    guard_shell(shell)  # a Ctrl-C at the end of a message must not stop ipykernel's loop
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
@@ -57,6 +58,7 @@ def unload(shell) -> None:
     backend.untrack_compiles()
     completion.unregister(shell)
     explorer.unregister(shell)
+    unguard_shell(shell)
     for event, hook in _HOOKS:
         if hook in shell.events.callbacks[event]:
             shell.events.unregister(event, hook)
