@@ -67,7 +67,7 @@ def main() -> int:
             rounds += 1
             try:
                 stopped, now = double_interrupt_round(k, rounds, rng, args.mute_after)
-            except Mute as why:
+            except (Mute, ValueError) as why:  # ValueError: a garbled message (Invalid Signature)
                 mutes += 1
                 alive = k.manager.is_alive()
                 print(f"round {rounds}: the kernel is mute ({why}); alive: {alive}; its stacks:", file=sys.stderr)

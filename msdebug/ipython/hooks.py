@@ -240,6 +240,7 @@ def guard_shell(shell) -> None:
 
     The wrapper catches what escapes, puts ipykernel's between-messages handler back (again if
     another interrupt lands meanwhile) and sends the idle status ipykernel did not get to send.
+    The kernel session's ``send`` is made :func:`~msdebug.interrupts.protected` as well.
     """
     kernel = getattr(shell, "kernel", None)
     dispatch = getattr(kernel, "dispatch_shell", None)
@@ -266,6 +267,15 @@ def guard_shell(shell) -> None:
 
     dispatch_shell._msdebug_original = dispatch
     kernel.dispatch_shell = dispatch_shell
+    # A message is several zmq frames sent one by one: an interrupt between two of them (the
+    # default handler is installed while a message is handled) leaves a partial message that
+    # the next one completes, and the front end gets "Invalid Signature" instead of a reply.
+    session = getattr(kernel, "session", None)
+    send = getattr(session, "send", None)
+    if send is not None and not getattr(send, "_msdebug_original", None):
+        whole = interrupts.protected(send)
+        whole._msdebug_original = send
+        session.send = whole
 
 
 def unguard_shell(shell) -> None:
@@ -276,6 +286,12 @@ def unguard_shell(shell) -> None:
         del kernel.dispatch_shell  # the instance attribute; the class's method shows again
         if kernel.dispatch_shell != original:
             kernel.dispatch_shell = original
+    session = getattr(kernel, "session", None)
+    original = getattr(getattr(session, "send", None), "_msdebug_original", None)
+    if original is not None:
+        del session.send
+        if session.send != original:
+            session.send = original
 
 
 def _is_coroutine_function(function) -> bool:
