@@ -34,17 +34,21 @@ Function = TypeVar("Function", bound=Callable[..., Any])
 
 _PROTECTED: set[CodeType] = set()
 _INTERRUPTIBLE: set[CodeType] = set()
+_WRAPPERS: set[CodeType] = set()  # protected() wrappers: they protect until they start to leave
 
 _holds = 0  # how many hold() are open; the handler is installed while it is above 0
 _previous: Any = None  # the handler ours replaced
 _pending = False  # an interrupt arrived while protected; raised when the protected code ends
+deferred = 0  # how many interrupts have waited so far (tests count the ones that landed in a switch)
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _pending
+    global _pending, deferred
     if _protecting(frame):
         _pending = True
+        deferred += 1
         return
+    _pending = False  # one that waited is answered by this one: it is raised now, not later again
     previous = _previous
     if callable(previous):
         previous(signum, frame)
@@ -57,7 +61,7 @@ def _protecting(frame: FrameType | None) -> bool:
         code = frame.f_code
         if code in _INTERRUPTIBLE:
             return False
-        if code in _PROTECTED:
+        if code in _PROTECTED and not (code in _WRAPPERS and frame.f_locals.get("_leaving")):
             return True
         frame = frame.f_back
     return False
@@ -68,19 +72,30 @@ def _main_thread() -> bool:
 
 
 def hold() -> None:
-    """Install the handler (if it is not installed already) until the matching :func:`let_go`."""
-    global _holds, _previous
+    """Install the handler (if it is not installed already) until the matching :func:`let_go`.
+
+    Called from protected code or not, an interrupt anywhere in here leaves the count and the
+    handler agreeing: the handler is installed first (before it, an interrupt goes to the old
+    handler and nothing has changed), the count goes up after (our handler then lets it wait).
+    """
+    global _holds, _previous, _pending
     if not _main_thread():
         return
-    _holds += 1
     current = signal.getsignal(signal.SIGINT)
-    if current is _handler or not callable(current):
-        return  # already ours, or SIGINT is ignored / left to the OS: there is no KeyboardInterrupt to defer
-    _previous = signal.signal(signal.SIGINT, _handler)
+    if current is not _handler and callable(current):
+        # A new hold: what waited in an earlier one was raised by the old handler already.
+        _pending = False
+        _previous = signal.signal(signal.SIGINT, _handler)
+    _holds += 1
 
 
 def let_go() -> None:
-    """Undo one :func:`hold`; the last one puts the replaced handler back."""
+    """Undo one :func:`hold`; the last one puts the replaced handler back.
+
+    The count goes down while our handler still lets interrupts wait (this code is protected);
+    putting the old handler back is the last step, so an interrupt it raises leaves nothing half
+    done. An interrupt that waited is raised by the protected call's end (``_deliver``).
+    """
     global _holds
     if not _main_thread() or not _holds:
         return
@@ -110,10 +125,14 @@ def protected(function: Function) -> Function:
             return function(*args, **kwargs)
         finally:
             let_go()
+            # From here this frame protects nothing: an interrupt that waited is raised below,
+            # one that arrives now is raised at once (in the caller, as if just after the call).
+            _leaving = True  # noqa: F841 - read by _protecting() through f_locals
             _deliver(sys._getframe(1))
 
     _PROTECTED.add(function.__code__)
     _PROTECTED.add(guarded.__code__)
+    _WRAPPERS.add(guarded.__code__)
     return guarded  # type: ignore[return-value]
 
 
@@ -126,4 +145,4 @@ def interruptible(function: Function) -> Function:
     return function
 
 
-_PROTECTED.update((hold.__code__, let_go.__code__, _deliver.__code__))
+_PROTECTED.update((hold.__code__, let_go.__code__))

@@ -14,7 +14,7 @@ from IPython.core.completer import context_matcher
 
 from .. import backend
 from . import comm, explorer
-from .hooks import hold_during_cell, refresh_after_cell
+from .hooks import guard_shell, hold_during_cell, refresh_after_cell, unguard_shell
 from .magics import DECLARED
 from .prefs import MsDebug, _loaded
 
@@ -50,6 +50,7 @@ def load(shell) -> None:
     for event, hook in _HOOKS:
         shell.events.register(event, hook)
     explorer.register(shell)
+    guard_shell(shell)  # a Ctrl-C at the end of a message must not stop ipykernel's loop
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
     if backend.is_imported():
@@ -77,6 +78,7 @@ def unload(shell) -> None:
     while complete in shell.Completer.custom_matchers:
         shell.Completer.custom_matchers.remove(complete)
     explorer.unregister(shell)
+    unguard_shell(shell)
     for event, hook in _HOOKS:
         if hook in shell.events.callbacks[event]:
             shell.events.unregister(event, hook)

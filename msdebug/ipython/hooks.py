@@ -224,3 +224,77 @@ def refresh_after_cell(result=None) -> None:
     settings = sys.modules.get(_SETTINGS)
     if settings is not None:
         settings.release()
+
+
+def guard_shell(shell) -> None:
+    """Keep the kernel answering when a Ctrl-C lands at the end of ipykernel's message handling.
+
+    ipykernel (7.4) ignores SIGINT between messages and installs Python's default handler
+    around each one (``pre_handler_hook``/``post_handler_hook`` in ``Kernel.dispatch_shell``).
+    An interrupt that arrives after the handler has finished (or while ipykernel logs
+    "KeyboardInterrupt caught in kernel.") and before ``post_handler_hook`` has put SIG_IGN back
+    raises KeyboardInterrupt out of ``dispatch_shell``; it stops ipykernel's event loop,
+    ``IPKernelApp.start()`` swallows it and the kernel shuts down (or hangs in
+    ``zmq.Context.term()``): the front end gets no answer again. Two interrupts a few
+    milliseconds apart at the end of a cell hit that window now and then.
+
+    The wrapper catches what escapes, puts ipykernel's between-messages handler back (again if
+    another interrupt lands meanwhile) and sends the idle status ipykernel did not get to send.
+    The kernel session's ``send`` is made :func:`~msdebug.interrupts.protected` as well.
+    """
+    kernel = getattr(shell, "kernel", None)
+    dispatch = getattr(kernel, "dispatch_shell", None)
+    if dispatch is None or getattr(dispatch, "_msdebug_original", None) or not _is_coroutine_function(dispatch):
+        return
+
+    async def dispatch_shell(*args, **kwargs):
+        try:
+            return await dispatch(*args, **kwargs)
+        except KeyboardInterrupt:
+            if kwargs.get("concurrent"):
+                return None  # no handler hooks around these: SIGINT stayed as it was
+        while True:  # the next interrupt may land on any line until SIG_IGN is back
+            try:
+                kernel.post_handler_hook()
+                break
+            except KeyboardInterrupt:
+                continue
+        try:
+            kernel._publish_status("idle", "shell")
+        except Exception:  # noqa: BLE001 - an ipykernel without it: the next message still gets through
+            pass
+        return None
+
+    dispatch_shell._msdebug_original = dispatch
+    kernel.dispatch_shell = dispatch_shell
+    # A message is several zmq frames sent one by one: an interrupt between two of them (the
+    # default handler is installed while a message is handled) leaves a partial message that
+    # the next one completes, and the front end gets "Invalid Signature" instead of a reply.
+    session = getattr(kernel, "session", None)
+    send = getattr(session, "send", None)
+    if send is not None and not getattr(send, "_msdebug_original", None):
+        whole = interrupts.protected(send)
+        whole._msdebug_original = send
+        session.send = whole
+
+
+def unguard_shell(shell) -> None:
+    """Undo :func:`guard_shell`."""
+    kernel = getattr(shell, "kernel", None)
+    original = getattr(getattr(kernel, "dispatch_shell", None), "_msdebug_original", None)
+    if original is not None:
+        del kernel.dispatch_shell  # the instance attribute; the class's method shows again
+        if kernel.dispatch_shell != original:
+            kernel.dispatch_shell = original
+    session = getattr(kernel, "session", None)
+    original = getattr(getattr(session, "send", None), "_msdebug_original", None)
+    if original is not None:
+        del session.send
+        if session.send != original:
+            session.send = original
+
+
+def _is_coroutine_function(function) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(function)
