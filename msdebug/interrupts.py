@@ -28,7 +28,7 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any, TypeVar
 
-__all__ = ["protected", "interruptible", "hold", "let_go"]
+__all__ = ["protected", "interruptible", "hold", "let_go", "keep_while_held"]
 
 Function = TypeVar("Function", bound=Callable[..., Any])
 
@@ -38,6 +38,7 @@ _INTERRUPTIBLE: set[CodeType] = set()
 _holds = 0  # how many hold() are open; the handler is installed while it is above 0
 _previous: Any = None  # the handler ours replaced
 _pending = False  # an interrupt arrived while protected; raised when the protected code ends
+_keepers: list[Callable[[bool], None]] = []  # told True at the first hold(), False after the last let_go()
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
@@ -73,6 +74,8 @@ def hold() -> None:
     if not _main_thread():
         return
     _holds += 1
+    if _holds == 1:
+        _tell_keepers(True)
     current = signal.getsignal(signal.SIGINT)
     if current is _handler or not callable(current):
         return  # already ours, or SIGINT is ignored / left to the OS: there is no KeyboardInterrupt to defer
@@ -87,6 +90,27 @@ def let_go() -> None:
     _holds -= 1
     if not _holds and signal.getsignal(signal.SIGINT) is _handler:
         signal.signal(signal.SIGINT, _previous)
+    if not _holds:
+        _tell_keepers(False)
+
+
+def keep_while_held(keeper: Callable[[bool], None]) -> None:
+    """Register ``keeper``: called with True at the first :func:`hold` (and now, when one is
+    open) and with False after the last :func:`let_go`: code that would take SIGINT from the
+    handler while msdebug holds it (MindSpore installs its own at every graph run) is kept off."""
+    if keeper in _keepers:
+        return
+    _keepers.append(keeper)
+    if _holds and _main_thread():
+        keeper(True)
+
+
+def _tell_keepers(holding: bool) -> None:
+    for keeper in _keepers:
+        try:
+            keeper(holding)
+        except Exception:  # noqa: BLE001, S110 - a keeper that fails must not break the hold
+            pass
 
 
 def _deliver(caller: FrameType | None) -> None:
@@ -126,4 +150,4 @@ def interruptible(function: Function) -> Function:
     return function
 
 
-_PROTECTED.update((hold.__code__, let_go.__code__, _deliver.__code__))
+_PROTECTED.update((hold.__code__, let_go.__code__, _deliver.__code__, _tell_keepers.__code__))
