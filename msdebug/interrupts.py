@@ -38,13 +38,15 @@ _INTERRUPTIBLE: set[CodeType] = set()
 _holds = 0  # how many hold() are open; the handler is installed while it is above 0
 _previous: Any = None  # the handler ours replaced
 _pending = False  # an interrupt arrived while protected; raised when the protected code ends
+deferred = 0  # interrupts that waited for protected code, since the process started (tests count them)
 _keepers: list[Callable[[bool], None]] = []  # told True at the first hold(), False after the last let_go()
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _pending
+    global _pending, deferred
     if _protecting(frame):
         _pending = True
+        deferred += 1
         return
     previous = _previous
     if callable(previous):
