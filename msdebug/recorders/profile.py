@@ -328,9 +328,10 @@ class Profile:
         try:
             return self._enter()
         except BaseException:
-            interrupts.let_go()
+            self._abandon()
             raise
 
+    @interrupts.protected  # the profiler starts whole, with fds 1 and 2 switched around it
     def _enter(self) -> Profile:
         from ..backend import profiler
 
@@ -362,6 +363,18 @@ class Profile:
                 self._start()
         self._begin = time.time_ns()
 
+    @interrupts.protected
+    def _abandon(self) -> None:
+        """After a failed ``__enter__``: stop what was started, let SIGINT go."""
+        try:
+            if self._session is not None and self._session.running:
+                self._stop()
+        finally:
+            if self in _active:
+                _active.remove(self)
+            interrupts.let_go()
+
+    @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the profiler's stop
     def __exit__(self, kind, error, tb) -> bool:
         now = time.time_ns()
         try:
@@ -390,6 +403,7 @@ class Profile:
         with busy if busy is not None else contextlib.nullcontext(), _silenced(self._log, self.verbose):
             self._session.stop()
 
+    @interrupts.interruptible  # reading what the profiler wrote: Ctrl-C may stop it
     def _finish(self, kind, error) -> None:
         partial = kind is not None
         reason = ""
