@@ -76,12 +76,11 @@ def hold() -> None:
     if not _main_thread():
         return
     _holds += 1
-    if _holds == 1:
-        _tell_keepers(True)
     current = signal.getsignal(signal.SIGINT)
-    if current is _handler or not callable(current):
-        return  # already ours, or SIGINT is ignored / left to the OS: there is no KeyboardInterrupt to defer
-    _previous = signal.signal(signal.SIGINT, _handler)
+    if current is not _handler and callable(current):  # else ours already, or SIGINT ignored / left to the OS
+        _previous = signal.signal(signal.SIGINT, _handler)
+    if _holds == 1:
+        _tell_keepers(True)  # after the handler: an interrupt in a keeper waits
 
 
 def let_go() -> None:
@@ -90,10 +89,10 @@ def let_go() -> None:
     if not _main_thread() or not _holds:
         return
     _holds -= 1
+    if not _holds:
+        _tell_keepers(False)  # before the handler goes: an interrupt in a keeper waits
     if not _holds and signal.getsignal(signal.SIGINT) is _handler:
         signal.signal(signal.SIGINT, _previous)
-    if not _holds:
-        _tell_keepers(False)
 
 
 def keep_while_held(keeper: Callable[[bool], None]) -> None:

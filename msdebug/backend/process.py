@@ -160,18 +160,21 @@ def capture_pristine() -> None:
 _SIGINT_LIBRARIES = ("libmindspore_common.so",)
 _GOT_TYPES = {6, 7, 1025, 1026}  # R_X86_64_GLOB_DAT, _JUMP_SLOT; R_AARCH64_GLOB_DAT, _JUMP_SLOT
 _sigint_slots: list[tuple[int, int, tuple[int, int] | None]] | None = None  # (address, original, relro page)
+_libc = None
 
 
 def keep_sigint(holding: bool) -> None:
     """While ``holding``, MindSpore's C++ code cannot replace the SIGINT handler (see above)."""
-    global _sigint_slots
+    global _sigint_slots, _libc
     if _sigint_slots is None:
         _sigint_slots = _find_sigint_slots()
     if not _sigint_slots:
         return
     import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc
     stand_in = ctypes.cast(libc.getpid, ctypes.c_void_p).value
     for address, original, page in _sigint_slots:
         if page is not None:
