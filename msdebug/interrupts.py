@@ -28,7 +28,7 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any, TypeVar
 
-__all__ = ["protected", "interruptible", "hold", "let_go"]
+__all__ = ["protected", "interruptible", "hold", "let_go", "keep_while_held"]
 
 Function = TypeVar("Function", bound=Callable[..., Any])
 
@@ -39,7 +39,8 @@ _WRAPPERS: set[CodeType] = set()  # protected() wrappers: they protect until the
 _holds = 0  # how many hold() are open; the handler is installed while it is above 0
 _previous: Any = None  # the handler ours replaced
 _pending = False  # an interrupt arrived while protected; raised when the protected code ends
-deferred = 0  # how many interrupts have waited so far (tests count the ones that landed in a switch)
+deferred = 0  # interrupts that waited for protected code, since the process started (tests count them)
+_keepers: list[Callable[[bool], None]] = []  # told True at the first hold(), False after the last let_go()
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
@@ -87,6 +88,8 @@ def hold() -> None:
         _pending = False
         _previous = signal.signal(signal.SIGINT, _handler)
     _holds += 1
+    if _holds == 1:
+        _tell_keepers(True)  # after the handler: an interrupt in a keeper waits
 
 
 def let_go() -> None:
@@ -100,8 +103,29 @@ def let_go() -> None:
     if not _main_thread() or not _holds:
         return
     _holds -= 1
+    if not _holds:
+        _tell_keepers(False)  # before the handler goes: an interrupt in a keeper waits
     if not _holds and signal.getsignal(signal.SIGINT) is _handler:
         signal.signal(signal.SIGINT, _previous)
+
+
+def keep_while_held(keeper: Callable[[bool], None]) -> None:
+    """Register ``keeper``: called with True at the first :func:`hold` (and now, when one is
+    open) and with False after the last :func:`let_go`: code that would take SIGINT from the
+    handler while msdebug holds it (MindSpore installs its own at every graph run) is kept off."""
+    if keeper in _keepers:
+        return
+    _keepers.append(keeper)
+    if _holds and _main_thread():
+        keeper(True)
+
+
+def _tell_keepers(holding: bool) -> None:
+    for keeper in _keepers:
+        try:
+            keeper(holding)
+        except Exception:  # noqa: BLE001, S110 - a keeper that fails must not break the hold
+            pass
 
 
 def _deliver(caller: FrameType | None) -> None:
@@ -145,4 +169,4 @@ def interruptible(function: Function) -> Function:
     return function
 
 
-_PROTECTED.update((hold.__code__, let_go.__code__))
+_PROTECTED.update((hold.__code__, let_go.__code__, _tell_keepers.__code__))

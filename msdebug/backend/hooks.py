@@ -22,6 +22,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .. import interrupts
+
 __all__ = [
     "HookObserver",
     "OpHooks",
@@ -93,92 +95,85 @@ def cell_path_name(parent: Any, child: Any) -> str:
     return type(child).__name__
 
 
+_current: OpHooks | None = None
+"""The hooks installed now. Every wrapper reports here, also one a person took while an earlier
+cell was watched (``from mindspore.mint import div`` inside ``%%msnan``): it then reports to
+the watch that runs now, and calls straight through when none does."""
+
+
 class OpHooks:
     """Install with :meth:`install`, undo with :meth:`remove` (also after an error: use it in
     ``finally``). Reports go to one observer; the wrappers do nothing when it is busy (its own
-    checks run Tensor methods) or when no observer is set."""
+    checks run Tensor methods) or when no hooks are installed.
+
+    Both are all-or-nothing under any number of Ctrl-C: they run
+    :func:`~msdebug.interrupts.protected`, and the installed hooks hold SIGINT
+    (:func:`~msdebug.interrupts.hold`) until removed, so an interrupt on the first line of
+    :meth:`remove` waits for it too.
+    """
 
     def __init__(self, observer: HookObserver) -> None:
         self.observer = observer
         self.busy = False
         self.errors: list[str] = []  # checks that failed (the op itself went on)
-        self._saved: list[tuple[type, str, Any, bool]] = []
+        self._saved: list[tuple[Any, str, Any, bool]] = []
 
     @property
     def installed(self) -> bool:
         return bool(self._saved)
 
-    def _patch(self, cls: Any, name: str, wrapper: Callable) -> None:
-        had = name in cls.__dict__
-        self._saved.append((cls, name, cls.__dict__.get(name), had))
-        setattr(cls, name, wrapper)
-
+    @interrupts.protected
     def install(self) -> OpHooks:
         """Wrap the primitives, Tensor methods and ``Cell.__call__``."""
-        if self._saved:
+        global _current
+        if self._saved or _current is not None:
             return self
+        plan = self._plan()  # every wrapper made before the first class is touched
+        interrupts.hold()
+        try:
+            for cls, name, wrapper in plan:
+                self._saved.append((cls, name, cls.__dict__.get(name), name in cls.__dict__))
+                setattr(cls, name, wrapper)
+        except BaseException:
+            self._restore()
+            interrupts.let_go()
+            raise
+        _current = self
+        return self
+
+    def _plan(self) -> list[tuple[Any, str, Callable]]:
         from mindspore import nn
         from mindspore.common.tensor import Tensor
         from mindspore.ops.auto_generate import gen_ops_prim
         from mindspore.ops.primitive import Primitive
 
-        try:
-            for value in list(vars(gen_ops_prim).values()):
-                if isinstance(value, type) and issubclass(value, Primitive) and "__call__" in value.__dict__:
-                    self._patch(value, "__call__", self._primitive(value.__dict__["__call__"]))
-            self._patch(Primitive, "__call__", self._primitive(Primitive.__call__))
-            for name, op_type in TENSOR_METHODS.items():
-                original = getattr(Tensor, name, None)
-                if original is not None:
-                    self._patch(Tensor, name, self._method(original, op_type))
-            self._patch_overloads()
-            self._patch(nn.Cell, "__call__", self._cell(nn.Cell.__call__))
-        except BaseException:
-            self.remove()
-            raise
-        return self
+        plan: list[tuple[Any, str, Callable]] = []
+        for value in list(vars(gen_ops_prim).values()):
+            if isinstance(value, type) and issubclass(value, Primitive) and "__call__" in value.__dict__:
+                plan.append((value, "__call__", _primitive(value.__dict__["__call__"])))
+        plan.append((Primitive, "__call__", _primitive(Primitive.__call__)))
+        for name, op_type in TENSOR_METHODS.items():
+            original = getattr(Tensor, name, None)
+            if original is not None:
+                plan.append((Tensor, name, _method(original, op_type)))
+        plan.extend(_overloads())
+        plan.append((nn.Cell, "__call__", _cell(nn.Cell.__call__)))
+        return plan
 
-    def _patch_overloads(self) -> None:
-        """``mint.div`` and its kind: Python functions of ``ops.functional_overload`` that call
-        C++ directly, re-exported by ``mint``, ``ops`` and their functional modules."""
-        import importlib
-
-        try:
-            overload = importlib.import_module("mindspore.ops.functional_overload")
-        except ImportError:  # an older MindSpore: its functional ops go through primitives
-            return
-        functions = {
-            id(value): (name, value)
-            for name, value in vars(overload).items()
-            if not name.startswith("_") and getattr(value, "__module__", "") == overload.__name__ and callable(value)
-        }
-        wrappers: dict[int, Callable] = {}
-        for module_name in (overload.__name__, "mindspore.mint", "mindspore.mint.nn.functional", "mindspore.ops",
-                            "mindspore.ops.functional"):  # fmt: skip
-            module = sys.modules.get(module_name)
-            if module is None:
-                continue
-            for attr, value in list(vars(module).items()):
-                if id(value) in functions and functions[id(value)][1] is value:
-                    name = functions[id(value)][0]
-                    if id(value) not in wrappers:
-                        wrappers[id(value)] = self._function(value, "".join(p.title() for p in name.split("_")))
-                    self._patch(module, attr, wrappers[id(value)])
-
-    def _function(self, original: Callable, op_type: str) -> Callable:
-        hooks = self
-
-        @functools.wraps(original)
-        def function(*args, **kwargs):
-            output = original(*args, **kwargs)
-            if not hooks.busy:
-                hooks._report(op_type, args, output)
-            return output
-
-        return function
-
+    @interrupts.protected
     def remove(self) -> None:
         """Put every wrapped attribute back as it was (deleting those that were inherited)."""
+        global _current
+        if _current is self:
+            _current = None  # from here on every wrapper calls straight through
+        if not self._saved:
+            return
+        try:
+            self._restore()
+        finally:
+            interrupts.let_go()
+
+    def _restore(self) -> None:
         while self._saved:
             cls, name, original, had = self._saved.pop()
             if had:
@@ -189,51 +184,6 @@ class OpHooks:
                 except AttributeError:
                     pass
 
-    def _primitive(self, original: Callable) -> Callable:
-        hooks = self
-
-        @functools.wraps(original)
-        def __call__(prim, *args, **kwargs):
-            output = original(prim, *args, **kwargs)
-            if not hooks.busy:
-                hooks._report(type(prim).__name__, args, output)
-            return output
-
-        return __call__
-
-    def _method(self, original: Callable, op_type: str) -> Callable:
-        hooks = self
-
-        @functools.wraps(original)
-        def method(tensor, *args, **kwargs):
-            output = original(tensor, *args, **kwargs)
-            if not hooks.busy:
-                hooks._report(op_type, (tensor, *args), output)
-            return output
-
-        return method
-
-    def _cell(self, original: Callable) -> Callable:
-        hooks = self
-
-        @functools.wraps(original)
-        def __call__(cell, *args, **kwargs):
-            if hooks.busy:
-                return original(cell, *args, **kwargs)
-            hooks.busy = True
-            try:
-                hooks.observer.enter_cell(cell, args)
-            except Exception as error:  # noqa: BLE001 - a failing check must never fail the person's cell
-                hooks.errors.append(f"{type(cell).__name__}: {type(error).__name__}: {error}")
-            finally:
-                hooks.busy = False
-            try:
-                return original(cell, *args, **kwargs)
-            finally:
-                hooks.observer.exit_cell(cell)
-
-        return __call__
-
     def _report(self, op_type: str, args: tuple, output: Any) -> None:
         self.busy = True
         try:
@@ -242,6 +192,93 @@ class OpHooks:
             self.errors.append(f"{op_type}: {type(error).__name__}: {error}")
         finally:
             self.busy = False
+
+
+def _overloads() -> list[tuple[Any, str, Callable]]:
+    """``mint.div`` and its kind: Python functions of ``ops.functional_overload`` that call
+    C++ directly, re-exported by ``mint``, ``ops`` and their functional modules."""
+    import importlib
+
+    try:
+        overload = importlib.import_module("mindspore.ops.functional_overload")
+    except ImportError:  # an older MindSpore: its functional ops go through primitives
+        return []
+    functions = {
+        id(value): (name, value)
+        for name, value in vars(overload).items()
+        if not name.startswith("_") and getattr(value, "__module__", "") == overload.__name__ and callable(value)
+    }
+    wrappers: dict[int, Callable] = {}
+    plan = []
+    for module_name in (overload.__name__, "mindspore.mint", "mindspore.mint.nn.functional", "mindspore.ops",
+                        "mindspore.ops.functional"):  # fmt: skip
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if id(value) in functions and functions[id(value)][1] is value:
+                name = functions[id(value)][0]
+                if id(value) not in wrappers:
+                    wrappers[id(value)] = _function(value, "".join(p.title() for p in name.split("_")))
+                plan.append((module, attr, wrappers[id(value)]))
+    return plan
+
+
+def _function(original: Callable, op_type: str) -> Callable:
+    @functools.wraps(original)
+    def function(*args, **kwargs):
+        output = original(*args, **kwargs)
+        hooks = _current
+        if hooks is not None and not hooks.busy:
+            hooks._report(op_type, args, output)
+        return output
+
+    return function
+
+
+def _primitive(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __call__(prim, *args, **kwargs):
+        output = original(prim, *args, **kwargs)
+        hooks = _current
+        if hooks is not None and not hooks.busy:
+            hooks._report(type(prim).__name__, args, output)
+        return output
+
+    return __call__
+
+
+def _method(original: Callable, op_type: str) -> Callable:
+    @functools.wraps(original)
+    def method(tensor, *args, **kwargs):
+        output = original(tensor, *args, **kwargs)
+        hooks = _current
+        if hooks is not None and not hooks.busy:
+            hooks._report(op_type, (tensor, *args), output)
+        return output
+
+    return method
+
+
+def _cell(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __call__(cell, *args, **kwargs):
+        hooks = _current
+        if hooks is None or hooks.busy:
+            return original(cell, *args, **kwargs)
+        hooks.busy = True
+        try:
+            hooks.observer.enter_cell(cell, args)
+        except Exception as error:  # noqa: BLE001 - a failing check must never fail the person's cell
+            hooks.errors.append(f"{type(cell).__name__}: {type(error).__name__}: {error}")
+        finally:
+            hooks.busy = False
+        try:
+            return original(cell, *args, **kwargs)
+        finally:
+            hooks.observer.exit_cell(cell)
+
+    return __call__
 
 
 @functools.cache

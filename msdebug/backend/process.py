@@ -7,11 +7,14 @@ import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
+import struct
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import interrupts
 from .context import Backend
 from .version import is_imported
 
@@ -19,6 +22,7 @@ __all__ = [
     "capture_pristine",
     "get_backend",
     "graph_compiled",
+    "keep_sigint",
     "synchronize",
     "track_compiles",
     "untrack_compiles",
@@ -49,6 +53,7 @@ def get_backend() -> Backend:
                 if fresh_import:
                     backend.pristine = backend.read_all()
                 _backend = backend
+                interrupts.keep_while_held(keep_sigint)
     return _backend
 
 
@@ -137,6 +142,116 @@ def capture_pristine() -> None:
     if backend.pristine is None:
         backend.pristine = backend.read_all()
     track_compiles()
+    interrupts.keep_while_held(keep_sigint)
+
+
+# ----------------------------------------------------------------- SIGINT
+#
+# MindSpore 2.10 takes SIGINT from Python in C++: GraphScheduler::Run (every GRAPH run, @jit
+# functions included) calls RegisterGlobalSignalHandler(DefaultIntHandler), and the PyNative
+# queue's worker thread opens a SignalGuard when it starts. Both handlers send SIGTERM to the
+# process, so a Ctrl-C while one is installed kills the kernel; restoring Python's handler
+# after a run leaves the run itself (most of a GRAPH step) uncovered. All of them install
+# through the one ``sigaction`` that libmindspore_common.so imports (signal_util.cc, SIGINT
+# only), so while msdebug holds SIGINT (interrupts.hold) that library's import of
+# ``sigaction`` points at ``getpid``: a call that succeeds (never -1) and changes nothing.
+# Python's handler stays in place through every run; the import is put back after the hold.
+
+_SIGINT_LIBRARIES = ("libmindspore_common.so",)
+_GOT_TYPES = {6, 7, 1025, 1026}  # R_X86_64_GLOB_DAT, _JUMP_SLOT; R_AARCH64_GLOB_DAT, _JUMP_SLOT
+_sigint_slots: list[tuple[int, int, tuple[int, int] | None]] | None = None  # (address, original, relro page)
+_libc = None
+
+
+def keep_sigint(holding: bool) -> None:
+    """While ``holding``, MindSpore's C++ code cannot replace the SIGINT handler (see above)."""
+    global _sigint_slots, _libc
+    if _sigint_slots is None:
+        _sigint_slots = _find_sigint_slots()
+    if not _sigint_slots:
+        return
+    import ctypes
+
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc
+    stand_in = ctypes.cast(libc.getpid, ctypes.c_void_p).value
+    for address, original, page in _sigint_slots:
+        if page is not None:
+            libc.mprotect(ctypes.c_void_p(page[0]), ctypes.c_size_t(page[1]), 3)  # PROT_READ | PROT_WRITE
+        ctypes.c_void_p.from_address(address).value = stand_in if holding else original
+        if page is not None:
+            libc.mprotect(ctypes.c_void_p(page[0]), ctypes.c_size_t(page[1]), 1)  # PROT_READ, as RELRO left it
+
+
+def _find_sigint_slots() -> list[tuple[int, int, tuple[int, int] | None]]:
+    """The GOT entries through which MindSpore's signal code calls ``sigaction`` (empty where
+    they cannot be found: not Linux, another layout; msdebug then changes nothing)."""
+    import ctypes
+
+    if not sys.platform.startswith("linux") or sys.modules.get("mindspore") is None:
+        return []
+    slots = []
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        page_size = os.sysconf("SC_PAGE_SIZE")
+        folder = os.path.join(os.path.dirname(os.path.abspath(sys.modules["mindspore"].__file__)), "lib")
+        for name in _SIGINT_LIBRARIES:
+            path = os.path.join(folder, name)
+            if not os.path.exists(path):
+                continue
+            handle = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)._handle
+            link_map = ctypes.c_void_p()
+            if libc.dlinfo(ctypes.c_void_p(handle), 2, ctypes.byref(link_map)) != 0:  # RTLD_DI_LINKMAP
+                continue
+            base = ctypes.c_size_t.from_address(link_map.value).value  # link_map.l_addr
+            offsets, relro = _elf_slots(path, b"sigaction")
+            for offset in offsets:
+                address = base + offset
+                page = None
+                if relro is not None and relro[0] <= offset < relro[1]:
+                    start = address & ~(page_size - 1)
+                    page = (start, page_size)
+                slots.append((address, ctypes.c_void_p.from_address(address).value or 0, page))
+    except (OSError, AttributeError, ValueError, struct.error):
+        return []
+    return [slot for slot in slots if slot[1]]
+
+
+def _elf_slots(path: str, symbol: bytes) -> tuple[list[int], tuple[int, int] | None]:
+    """Offsets of the GOT entries that import ``symbol`` in the ELF64 library at ``path``, and
+    its RELRO range (read-only once loaded), from its section and program headers."""
+    from ..files import open_regular
+
+    with open_regular(path, OSError) as file:
+        data = file.read()
+    if data[:5] != b"\x7fELF\x02" or data[5] != 1:  # ELF64, little-endian
+        return [], None
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    relro = None
+    for index in range(phnum):
+        kind, _flags, _offset, vaddr, _paddr, _filesz, memsz = struct.unpack_from(
+            "<IIQQQQQ", data, phoff + index * phentsize
+        )
+        if kind == 0x6474E552:  # PT_GNU_RELRO
+            relro = (vaddr, vaddr + memsz)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + index * shentsize) for index in range(shnum)]
+    found = []
+    for _name, kind, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
+        if kind != 4 or not entsize:  # SHT_RELA
+            continue
+        symtab = sections[link]
+        strtab = sections[symtab[6]]
+        for at in range(offset, offset + size, entsize):
+            r_offset, r_info = struct.unpack_from("<QQ", data, at)
+            if r_info & 0xFFFFFFFF not in _GOT_TYPES:
+                continue
+            st_name = struct.unpack_from("<I", data, symtab[4] + (r_info >> 32) * symtab[9])[0]
+            start = strtab[4] + st_name
+            if data[start : data.index(b"\0", start)] == symbol:
+                found.append(r_offset)
+    return found, relro
 
 
 def _api_module():

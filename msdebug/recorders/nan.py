@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from .. import interrupts
 from ..dumps.datadump import is_finite, iteration_paths, read_data_dump, tensor_stats
 from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
 from .datadump import graph_only_reason
@@ -334,6 +335,7 @@ class NanSession:
         self._scope = None
         self._before: set[str] = set()
         self._compiled = False
+        self._held = False
 
     def __enter__(self) -> NanSession:
         from ..backend import dump as _dump
@@ -343,6 +345,10 @@ class NanSession:
 
         backend = get_backend()
         graph = backend.read("mode") == 0 and not self.pynative
+        # Held to the end of __exit__: MindSpore's graph runs cannot take SIGINT (its handler ends
+        # the process), and an interrupt on the first line of __exit__ waits for the hooks' removal.
+        interrupts.hold()
+        self._held = True
         try:
             if graph:
                 self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
@@ -370,19 +376,31 @@ class NanSession:
             raise
         return self
 
+    @interrupts.protected
     def _close(self) -> None:
         try:
             if self._hooks is not None:
                 self._hooks.remove()
         finally:
-            if self._scope is not None:
-                scope, self._scope = self._scope, None
-                scope.__exit__(None, None, None)
+            try:
+                if self._scope is not None:
+                    scope, self._scope = self._scope, None
+                    scope.__exit__(None, None, None)
+            finally:
+                if self._held:
+                    self._held = False
+                    interrupts.let_go()
 
+    @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the hooks' removal
     def __exit__(self, *exc) -> bool:
+        self._close()
+        self._finish()
+        return False
+
+    @interrupts.interruptible  # Ctrl-C may stop a long dump scan
+    def _finish(self) -> None:
         from ..backend import dump as _dump
 
-        self._close()
         notes = []
         if self.dump_new:
             notes.append(f"msdebug set up a data dump in {self.dump_path} for this kernel's graphs")
@@ -428,7 +446,6 @@ class NanSession:
             self.report = hooked or dumped
         if self.report is not None:
             self.report.notes[:0] = notes
-        return False
 
 
 def _found(culprit: Culprit, later: bool) -> str:

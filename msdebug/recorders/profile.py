@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import interrupts
 from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, compare, find_runs, read_profile
 from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError, did_you_mean
 
@@ -262,53 +263,6 @@ def _silenced(keep: list[str], verbose: bool) -> Iterator[None]:
         sink.close()
 
 
-# --------------------------------------------------------------------------- Ctrl-C
-
-
-class _Interruptible:
-    """Keeps Python's SIGINT handler in place while a profile runs, and puts back what was there.
-
-    Once MindSpore 2.10 has run an op it installs its own C-level SIGINT handler (again at every
-    GRAPH run), and that handler terminates the process: a Jupyter interrupt would kill the
-    kernel and lose the profile. Python's handler is put back at the start and at every step
-    mark, so an interrupt between ops raises KeyboardInterrupt in the cell instead.
-    """
-
-    def __init__(self) -> None:
-        self._saved = None
-        self._libc = None
-
-    def __enter__(self) -> _Interruptible:
-        import ctypes
-        import signal
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        try:
-            self._libc = ctypes.CDLL(None, use_errno=True)
-            saved = ctypes.create_string_buffer(512)  # struct sigaction is 152 bytes on Linux x86-64
-            if self._libc.sigaction(signal.SIGINT, None, saved) == 0:
-                self._saved = saved
-        except (OSError, AttributeError):
-            self._libc = None
-        self.refresh()
-        return self
-
-    def refresh(self) -> None:
-        import signal
-        import threading
-
-        if self._libc is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.getsignal(signal.SIGINT))
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        if self._libc is not None and self._saved is not None:
-            self._libc.sigaction(signal.SIGINT, self._saved, None)
-
-
 # --------------------------------------------------------------------------- profile()
 
 
@@ -363,12 +317,22 @@ class Profile:
         self._marks: list[tuple[int, int, int]] = []
         self._mode = ""
         self._first_of_process = False
-        self._interruptible = _Interruptible()
         self._extra_notes: list[str] = []
 
     # ---- lifecycle
 
     def __enter__(self) -> Profile:
+        # Ctrl-C keeps the kernel: while msdebug holds SIGINT, MindSpore's graph runs cannot
+        # install their handler, which ends the process (see msdebug.backend.process).
+        interrupts.hold()
+        try:
+            return self._enter()
+        except BaseException:
+            self._abandon()
+            raise
+
+    @interrupts.protected  # the profiler starts whole, with fds 1 and 2 switched around it
+    def _enter(self) -> Profile:
         from ..backend import profiler
 
         self.output = _new_output(self._output_arg)
@@ -383,14 +347,12 @@ class Profile:
         if self.range is None or self.range[0] == 0:
             self._start()
         _active.append(self)
-        self._interruptible.__enter__()
         self._begin = time.time_ns()
         return self
 
     def step(self) -> None:
         """End the current step (and start or stop recording at the range's edges)."""
         now = time.time_ns()
-        self._interruptible.refresh()
         if self._session is not None and self._session.running:
             self._marks.append((self._number, self._begin, now))
         self._number += 1
@@ -401,6 +363,18 @@ class Profile:
                 self._start()
         self._begin = time.time_ns()
 
+    @interrupts.protected
+    def _abandon(self) -> None:
+        """After a failed ``__enter__``: stop what was started, let SIGINT go."""
+        try:
+            if self._session is not None and self._session.running:
+                self._stop()
+        finally:
+            if self in _active:
+                _active.remove(self)
+            interrupts.let_go()
+
+    @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the profiler's stop
     def __exit__(self, kind, error, tb) -> bool:
         now = time.time_ns()
         try:
@@ -411,7 +385,7 @@ class Profile:
                     self._marks.append((self._number, self._begin, now))
                 self._stop()
         finally:
-            self._interruptible.__exit__()
+            interrupts.let_go()
             if self in _active:
                 _active.remove(self)
             self._finish(kind, error)
@@ -429,6 +403,7 @@ class Profile:
         with busy if busy is not None else contextlib.nullcontext(), _silenced(self._log, self.verbose):
             self._session.stop()
 
+    @interrupts.interruptible  # reading what the profiler wrote: Ctrl-C may stop it
     def _finish(self, kind, error) -> None:
         partial = kind is not None
         reason = ""

@@ -9,6 +9,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, magics_class, no_var_expand
 
+from ... import interrupts
 from ._cellbody import run_body
 from ._parse import Form, Option, Parsed, Spec, magic_spec
 
@@ -64,10 +65,15 @@ class _ShowOnError:
 
     def __enter__(self):
         entered = self.recorder.__enter__()
-        if entered.note:
-            print(f"%%msprofile {entered.note}")
+        try:
+            if entered.note:
+                print(f"%%msprofile {entered.note}")
+        except BaseException:  # Ctrl-C: the profile holds SIGINT and runs until its __exit__
+            self.recorder.__exit__(*sys.exc_info())
+            raise
         return entered
 
+    @interrupts.protected  # an interrupt on this line waits for the recorder's exit
     def __exit__(self, kind, error, tb) -> bool:
         try:
             self.recorder.__exit__(kind, error, tb)
