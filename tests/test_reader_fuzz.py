@@ -480,6 +480,7 @@ def test_the_dump_command(files, options):
        st.sampled_from(["auto", "binary", "text"]))  # fmt: skip
 @example(f"Tensor(shape=[{HUGE}], dtype=Int32, value=[{HUGE}])".encode(), "auto")
 @example(_tensor_value([0, 2**62, 2**62], "Float32", b""), "auto")
+@example(_field(1, _field(1, b"\x80")), "binary")  # a string that is not UTF-8
 def test_the_print_file_command(data, form):
     folder, path = _scratch_file(data, "print.pb")
     with folder:
