@@ -361,8 +361,12 @@ def test_printed_text(parts):
     log = printfile.PrintLog(text.encode("utf-8", "surrogatepass"))
     _check_log(log)
     # Nothing printed is dropped: text items and tensor blocks give back every line.
-    shown = "\n".join(item.text if isinstance(item, PrintedTensor) else str(item) for item in log.items)
-    assert shown.splitlines() == str(text.encode("utf-8", "surrogatepass"), "utf-8", "replace").splitlines()
+    shown = [
+        line
+        for item in log.items
+        for line in (item.text.split("\n") if isinstance(item, PrintedTensor) else [str(item)])
+    ]
+    assert shown == str(text.encode("utf-8", "surrogatepass"), "utf-8", "replace").splitlines()
 
 
 def _varint(value: int) -> bytes:
