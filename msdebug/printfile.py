@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import MsDebugError, echo
-from .files import MiB, read_regular
+from .files import INT64_MAX, MiB, ascii_number, read_regular
 
 __all__ = [
     "PrintFileError",
@@ -190,12 +190,14 @@ class PrintLog:
 
 # --------------------------------------------------------------------------- text
 
-_TENSOR_HEAD = re.compile(r"Tensor\(shape=\[(?P<shape>[\d,\s]*)\], dtype=(?P<dtype>\w+), value=")
+_TENSOR_HEAD = re.compile(r"Tensor\(shape=\[(?P<shape>[\d,\s]*)\], dtype=(?P<dtype>\w+), value=", re.ASCII)
 _TOKEN = re.compile(
     r"[-+]?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?)?j?"
     r"|True|False",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
+_MAX_DIMS = 64  # numpy's limit, and more than any MindSpore tensor has
+_UINT64_MAX = (1 << 64) - 1
 
 
 def parse_text(data: bytes | str) -> tuple[PrintItem, ...]:
@@ -222,7 +224,11 @@ def parse_text(data: bytes | str) -> tuple[PrintItem, ...]:
             i += 1
             continue
         block = "\n".join(lines[i : end + 1])
-        items.append(_tensor_from_text(block, head))
+        tensor = _tensor_from_text(block, head)
+        if tensor is None:  # a shape or a number no tensor has: the lines stay text
+            items.extend(PrintedText(text) for text in lines[i : end + 1])
+        else:
+            items.append(tensor)
         i = end + 1
     return tuple(items)
 
@@ -244,22 +250,49 @@ def _tensor_end(lines: list[str], start: int, column: int) -> int | None:
     return None
 
 
-def _tensor_from_text(block: str, head: re.Match) -> PrintedTensor:
+def _tensor_from_text(block: str, head: re.Match) -> PrintedTensor | None:
+    """The tensor ``block`` prints; None when its shape or a number in it is beyond what a tensor
+    holds (a dimension or element count past int64, more than 64 dimensions, an integer past 64 bits)."""
     import numpy as np
 
-    shape = tuple(int(d) for d in head["shape"].replace(" ", "").split(",") if d)
+    shape = tuple(ascii_number(d) for d in head["shape"].replace(" ", "").split(",") if d)
+    if None in shape or len(shape) > _MAX_DIMS or math.prod(shape) > INT64_MAX:
+        return None
     dtype = head["dtype"]
     body = block[head.end() : block.rstrip().rfind(")")]
     tokens = _TOKEN.findall(body)
     partial = "..." in body
-    shown: tuple = tuple(_scalar(token) for token in tokens)
+    try:
+        shown: tuple = tuple(_scalar(token) for token in tokens)
+    except ValueError:
+        return None
     size = math.prod(shape)
     values = None
-    if not partial and len(shown) == size and dtype in DTYPES:
-        values = np.array(shown, dtype=DTYPES[dtype]).reshape(shape)
+    if not partial and len(shown) == size and dtype in DTYPES and _fits(shown, DTYPES[dtype]):
+        try:
+            values = np.array(shown, dtype=DTYPES[dtype]).reshape(shape)
+        except ValueError:  # numpy refuses the shape ((0, 2**63 - 1) is "too big" for it)
+            partial = True
     elif not partial:
-        partial = True  # the element count does not match the shape: keep what was printed, say so
+        # The element count does not match the shape, or a value does not fit the dtype (300 in
+        # an Int8, NaN in an Int32): keep what was printed, say so.
+        partial = True
     return PrintedTensor(shape, dtype, values, partial, block, () if values is not None else shown)
+
+
+def _fits(shown: tuple, dtype: str) -> bool:
+    """Whether every printed value is one of ``dtype``'s (numpy would wrap, truncate or refuse)."""
+    import numpy as np
+
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return all(isinstance(v, bool) for v in shown)
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        return all(isinstance(v, int) and info.min <= v <= info.max for v in shown)
+    if kind == "f":
+        return not any(isinstance(v, complex) for v in shown)
+    return True
 
 
 def _scalar(token: str):
@@ -272,7 +305,10 @@ def _scalar(token: str):
         return complex(token)
     if any(c in low for c in ".en") or "inf" in low:
         return float(token)
-    return int(token)
+    number = ascii_number(token.lstrip("+-"), _UINT64_MAX)
+    if number is None:
+        raise ValueError(f"{token[:20]!r}... is no 64-bit integer")
+    return -number if token.startswith("-") else number
 
 
 # --------------------------------------------------------------------------- binary
@@ -387,22 +423,26 @@ def decode_print_bytes(data: bytes, name: str = "<bytes>") -> tuple[PrintItem, .
         try:
             value.ParseFromString(chunk)
         except Exception as error:  # noqa: BLE001 - protobuf's DecodeError differs between backends
-            raise PrintFileError(f"{name}: corrupt value at byte {offset}: {error}") from None
+            raise PrintFileError(f"{name}: corrupt value at byte {offset}: {_said(error)}") from None
         which = value.WhichOneof("value")
         if which == "desc":
-            items.append(PrintedText(value.desc))
+            desc = value.desc  # protobuf gives a proto2 string that is not UTF-8 as bytes
+            items.append(PrintedText(desc if isinstance(desc, str) else desc.decode("utf-8", "replace")))
         elif which == "tensor":
             try:
                 items.append(_tensor_from_proto(value.tensor, name, offset))
             except PrintFileError:
                 raise
             except (ValueError, OverflowError, MemoryError) as error:  # numpy refused the dims or bytes
-                raise PrintFileError(
-                    f"{name}: corrupt tensor at byte {offset}: {echo(str(error), quote=False)}"
-                ) from None
+                raise PrintFileError(f"{name}: corrupt tensor at byte {offset}: {_said(error)}") from None
         else:
             raise PrintFileError(f"{name}: the value at byte {offset} holds neither a string nor a tensor.")
     return tuple(items)
+
+
+def _said(error: Exception) -> str:
+    """What a library's exception says, on one bounded line."""
+    return echo(" ".join(str(error).split()) or type(error).__name__, quote=False)
 
 
 def _tensor_from_proto(proto, name: str, offset: int) -> PrintedTensor:
@@ -413,6 +453,15 @@ def _tensor_from_proto(proto, name: str, offset: int) -> PrintedTensor:
     content = bytes(proto.tensor_content)
     if any(d < 0 for d in dims):
         raise PrintFileError(f"{name}: the tensor at byte {offset} has a negative dimension in {echo(list(dims))}.")
+    if len(dims) > _MAX_DIMS or math.prod(dims) > INT64_MAX:
+        raise PrintFileError(
+            f"{name}: the tensor at byte {offset} has shape {echo(list(dims))}: "
+            + (
+                f"{len(dims)} dimensions, more than {_MAX_DIMS}."
+                if len(dims) > _MAX_DIMS
+                else "more elements than int64 counts."
+            )
+        )
     if kind == "str":
         return PrintedTensor((), "str", np.array(content.decode("utf-8", "replace")))
     if kind not in DTYPES:

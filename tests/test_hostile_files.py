@@ -396,3 +396,28 @@ def test_every_node_of_an_ir_of_empty_subgraphs_is_read_in_one_open(tmp_path, mo
     assert ir.find("g19999") == []
     assert ir.op_counts() == {}
     assert len(opened) <= 3, len(opened)
+
+
+def test_dump_says_which_directories_it_could_not_list(tmp_path):
+    """The directories skipped above are named in the summary, text and HTML, on one bounded line."""
+    from msdebug.dumps.explorer import open_dump
+
+    tree = tmp_path / "tree"
+    shutil.copytree(DATA / "graphs_l2", tree / "graphs")
+    deep = _too_deep_to_list(tree)
+    tricky = tree / "<b>\nx"  # a name that must be escaped in HTML and stay on one line in text
+    tricky.mkdir()
+    deep_tricky = _too_deep_to_list(tricky)
+    explorer = open_dump(tree)
+    done = _cli("dump", str(tree))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    text, html = repr(explorer), explorer._repr_html_()
+    for shown in (text, done.stdout):
+        lines = [line for line in shown.splitlines() if "could not be listed" in line]
+        assert len(lines) == 1, shown[:2000]
+        line = lines[0]
+        assert line.startswith("note: 2 directories could not be listed: "), line
+        assert "File name too long" in line and len(line) < 300, line
+        assert deep[:20] in line and "<b>\\nx/" + deep_tricky[:10] in line, line
+    assert "could not be listed" in html and "&lt;b&gt;" in html and "<b>" not in html
+    assert len(deep) > 4000 and deep not in html  # bounded: the 4,000-character name is cut

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DumpError, DumpFormatError, MsDebugError, echo
-from ..files import MiB, open_regular, read_regular
+from ..files import MiB, ascii_number, open_regular, read_regular
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
 
@@ -636,8 +636,8 @@ def _rank_summary(where: rdr.RdrRank) -> RankSummary:
 
 
 _HEAD_BYTES = 16384
-_HEAD_SUBGRAPHS = re.compile(rb"^# Total subgraphs: (\d+)$", re.M)
-_HEAD_CNODES = re.compile(rb"^Total number of cnodes: (\d+)$", re.M)
+_HEAD_SUBGRAPHS = re.compile(rb"^# Total subgraphs: ([0-9]+)$", re.M)
+_HEAD_CNODES = re.compile(rb"^Total number of cnodes: ([0-9]+)$", re.M)
 
 
 def _header_nodes(path: Path) -> int | None:
@@ -651,20 +651,24 @@ def _header_nodes(path: Path) -> int | None:
     subgraphs, cnodes = _HEAD_SUBGRAPHS.search(head), _HEAD_CNODES.search(head)
     if subgraphs is None or cnodes is None:
         return None
-    return int(cnodes.group(1)) - int(subgraphs.group(1))
+    subgraphs, cnodes = (ascii_number(m.group(1).decode("ascii")) for m in (subgraphs, cnodes))
+    if subgraphs is None or cnodes is None or cnodes < subgraphs:  # beyond int64, or not a count of this
+        return None
+    return cnodes - subgraphs
 
 
 def _what_is_there(saved: graphs.GraphsDir) -> str:
     """``; it has 2 files: ...`` with a hint when they look like something else msdebug reads."""
     files = saved.files
+    unlisted = f"; {saved.unlisted_line()}" if saved.unlisted else ""
     if not files:
-        return "; it is empty"
-    names = ", ".join(f.relative for f in files[:4]) + (" ..." if len(files) > 4 else "")
+        return "; it is empty" + (" as far as msdebug could list it" + unlisted if unlisted else "")
+    names = ", ".join(graphs.shown_name(f.relative, 60) for f in files[:4]) + (" ..." if len(files) > 4 else "")
     text = f"; it has {len(files)} file{'s' * (len(files) != 1)}: {names}"
     pbs = [f for f in files if f.ext == "pb"]
     if pbs:
-        text += f". Print files? msdebug.read_print_file({pbs[0].location!r}) reads one"
-    return text
+        text += f". Print files? msdebug.read_print_file({echo(pbs[0].location)}) reads one"
+    return text + unlisted
 
 
 def _size(path: Path) -> int:
@@ -682,7 +686,8 @@ def _graphs_summary(saved: graphs.GraphsDir) -> DumpSummary:
     ids = sorted({f.graph_id for f in saved.files if f.family == "kernel_graph" and f.graph_id is not None})
     rank = RankSummary(None, str(saved.root), groups, stages, tuple(ids))
     size = sum(f.size for f in saved.files)
-    return DumpSummary("graphs", str(saved.root), (rank,), len(saved.files), size)
+    hints = (saved.unlisted_line(),) if saved.unlisted else ()
+    return DumpSummary("graphs", str(saved.root), (rank,), len(saved.files), size, hints)
 
 
 def _code(source) -> tuple[str, bool, int | None]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DumpError, echo
-from ..files import open_regular
+from ..files import INT64_MAX, ascii_number, open_regular
 
 __all__ = ["FAMILIES", "DotGraph", "GraphFile", "GraphsDir", "classify", "read_dot", "read_graphs_dir"]
 
@@ -31,10 +31,11 @@ FAMILIES = {
     "other": "other files",
 }
 
-_COUNTER = re.compile(r"^(?P<stem>.*?)_(?P<counter>\d{4,})$")
-_STAGE = re.compile(r"^(?P<index>\d+)_(?P<action>.+)$")
-_OPT_PASS = re.compile(r"^opt_pass_(?P<index>\d+)_(?P<action>.+)$")
-_GRAPH_ID = re.compile(r"(?:graph_?|_)(?P<gid>\d+)$")
+# re.ASCII: "\d" would take any Unicode digit; re.S: a file name may hold a newline.
+_COUNTER = re.compile(r"^(?P<stem>.*?)_(?P<counter>\d{4,})$", re.ASCII | re.S)
+_STAGE = re.compile(r"^(?P<index>\d+)_(?P<action>.+)$", re.ASCII | re.S)
+_OPT_PASS = re.compile(r"^opt_pass_(?P<index>\d+)_(?P<action>.+)$", re.ASCII | re.S)
+_GRAPH_ID = re.compile(r"(?:graph_?|_)(?P<gid>\d+)$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,13 @@ class GraphFile:
     @property
     def stage(self) -> tuple[int, str] | None:
         match = _STAGE.match(self.stem) if self.family == "stage" else None
-        return (int(match["index"]), match["action"]) if match else None
+        number = ascii_number(match["index"]) if match else None
+        return (number, match["action"]) if number is not None else None
 
     @property
     def graph_id(self) -> int | None:
         match = _GRAPH_ID.search(self.stem) if self.family in ("kernel_graph", "backend", "pb") else None
-        return int(match["gid"]) if match else None
+        return ascii_number(match["gid"]) if match else None
 
     @property
     def label(self) -> str:
@@ -76,7 +78,8 @@ def classify(relative: str) -> tuple[str, str, int | None, str]:
     if not dot:
         base, ext = name, ""
     match = _COUNTER.match(base)
-    stem, counter = (match["stem"], int(match["counter"])) if match else (base, None)
+    counter = ascii_number(match["counter"]) if match else None
+    stem = match["stem"] if counter is not None else base  # a "counter" beyond int64 is part of the name
     if parts[0] == "actor_set" and len(parts) > 1:
         return "actor_set", stem, counter, ext
     if parts[0] == "verbose_ir_files" and len(parts) > 1:
@@ -106,13 +109,28 @@ class GraphsDir:
     root: Path
     files: list[GraphFile]
     unlisted: tuple[str, ...] = ()  # subdirectories that could not be listed (permissions, loops)
+    why_unlisted: tuple[str, ...] = ()  # the reason for each, as the system gave it
+
+    def unlisted_line(self, names: int = 3, width: int = 48) -> str:
+        """``2 directories could not be listed: a, b (Permission denied)``; '' when none: a bounded
+        line for a summary (at most ``names`` names, each cut in the middle to ``width`` characters)."""
+        if not self.unlisted:
+            return ""
+        count = len(self.unlisted)
+        shown = ", ".join(shown_name(name, width) for name in self.unlisted[:names])
+        more = f" and {count - names} more" if count > names else ""
+        reasons = list(dict.fromkeys(self.why_unlisted))
+        why = "; ".join(shown_name(r, width) for r in reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+        return f"{count} director{'y' if count == 1 else 'ies'} could not be listed: {shown}{more}" + (
+            f" ({why})" if why else ""
+        )
 
     def family(self, family: str) -> list[GraphFile]:
         chosen = [f for f in self.files if f.family == family]
         if family == "stage":
             return sorted(chosen, key=lambda f: (f.stage or (10**6, ""), f.counter or 0))
         if family == "opt_pass":
-            return sorted(chosen, key=lambda f: (int(_OPT_PASS.match(f.stem)["index"]), f.counter or 0))
+            return sorted(chosen, key=lambda f: (_pass_index(f.stem), f.counter or 0))
         return sorted(chosen, key=lambda f: (f.counter if f.counter is not None else 10**9, f.relative))
 
     def ir_files(self) -> list[GraphFile]:
@@ -150,6 +168,12 @@ class GraphsDir:
         raise DumpError(f"no IR file in {self.root} is called {text!r}." + (did_you_mean(text, pool) or have))
 
 
+def _pass_index(stem: str) -> int:
+    """``opt_pass_12_x`` -> 12; an index beyond int64 sorts last."""
+    number = ascii_number(_OPT_PASS.match(stem)["index"])
+    return INT64_MAX + 1 if number is None else number
+
+
 def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
     """List and classify a save_graphs directory (no file is opened).
 
@@ -161,6 +185,7 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
     root = Path(path)
     files: list[GraphFile] = []
     unlisted: list[str] = []
+    why: list[str] = []
     stack = [""]
     while stack:
         prefix = stack.pop()
@@ -172,7 +197,8 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
                 raise DumpError(
                     f"{echo(str(directory), quote=False)}: cannot list it ({error.strerror or error})"
                 ) from None
-            unlisted.append(prefix)  # one unreadable subdirectory must not hide the rest
+            unlisted.append(prefix)  # one unreadable subdirectory must not hide the rest: the summary names it
+            why.append(error.strerror or type(error).__name__)
             continue
         for entry in entries:
             relative = f"{prefix}/{entry.name}" if prefix else entry.name
@@ -186,7 +212,17 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             family, stem, counter, ext = classify(relative)
             files.append(GraphFile(entry.path, relative, family, stem, counter, ext, size))
     files.sort(key=lambda f: f.relative)
-    return GraphsDir(root, files, tuple(unlisted))
+    return GraphsDir(root, files, tuple(unlisted), tuple(why))
+
+
+def shown_name(name: str, width: int) -> str:
+    """``name`` on one line (control characters escaped) and at most ``width`` characters, cut in the middle."""
+    if not name.isprintable():
+        name = repr(name)[1:-1]
+    if len(name) <= width:
+        return name
+    keep = width - 1
+    return f"{name[: keep - keep // 2]}…{name[len(name) - keep // 2 :]}"
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

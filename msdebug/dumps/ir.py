@@ -32,7 +32,7 @@ from itertools import chain
 from typing import BinaryIO
 
 from ..errors import DumpError, DumpFormatError
-from ..files import open_regular
+from ..files import ascii_number, open_regular
 
 __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
 
@@ -40,7 +40,8 @@ __all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir
 _CALLEE = re.compile(r"(call @[^\s(]+|%\d+|[^\s(\[]+)", re.ASCII)
 _REFERENCE = re.compile(r"(?<![\w$@])(%para\d+_[^\s,()\[\]{}]+|%\d+|@[^\s,()\[\]{}]+)")
 _LOCATION = re.compile(
-    r"# In file (?P<path>.+?):(?P<line>\d+)(?:~(?P<end>\d+))?(?:, (?P<c1>\d+)~(?P<c2>\d+))?/(?P<code>.*?)/(?:<~~.*)?$"
+    r"# In file (?P<path>.+?):(?P<line>\d+)(?:~(?P<end>\d+))?(?:, (?P<c1>\d+)~(?P<c2>\d+))?/(?P<code>.*?)/(?:<~~.*)?$",
+    re.ASCII,
 )
 _TENSOR = re.compile(r"<(?:Ref\[)?Tensor\[(\w+)\]\]?, \(([^)]*)\)")
 _INSTALLED = ("/site-packages/", "/dist-packages/")
@@ -73,9 +74,12 @@ class SourceLocation:
         match = _LOCATION.search(text)
         if match is None:
             return None
-        line = int(match["line"])
-        columns = (int(match["c1"]), int(match["c2"])) if match["c1"] else None
-        return cls(match["path"], line, int(match["end"] or line), columns, match["code"])
+        line = ascii_number(match["line"])
+        end = ascii_number(match["end"]) if match["end"] else line
+        columns = (ascii_number(match["c1"]), ascii_number(match["c2"])) if match["c1"] else None
+        if line is None or end is None or (columns is not None and None in columns):
+            return None  # a number beyond int64 is no place in a file: not a location
+        return cls(match["path"], line, end, columns, match["code"])
 
 
 class IrNode:
@@ -86,10 +90,13 @@ class IrNode:
     continuation lines are kept as they are and read when a property needs them.
     """
 
-    __slots__ = ("index", "name", "graph", "lineno", "text", "block", "_op", "_details")
+    __slots__ = ("index", "name", "graph", "lineno", "text", "block", "_op", "_details", "_digits")
 
-    def __init__(self, index: int, name: str, text: str, block: str, graph: str, lineno: int) -> None:
-        self.index = index
+    def __init__(self, index: int | str, name: str, text: str, block: str, graph: str, lineno: int) -> None:
+        # ``index`` as the file spells it ("%007" stays "%007" in id); -1 beyond int64.
+        self._digits = str(index)
+        number = ascii_number(index) if isinstance(index, str) else index
+        self.index = -1 if number is None else number
         self.name = name
         self.text = text
         self.block = block
@@ -147,7 +154,7 @@ class IrNode:
     @property
     def id(self) -> str:
         """``%3``, as other nodes of the same graph refer to it."""
-        return f"%{self.index}"
+        return f"%{self._digits}"
 
     @property
     def inputs(self) -> list[str]:
@@ -182,10 +189,11 @@ class IrNode:
         if match is None:
             return None
         parts = [p for p in match.group(2).replace(" ", "").split(",") if p]
-        try:
-            return tuple(int(p) for p in parts)
-        except ValueError:  # dynamic shapes print as -1 or names
+        # Dynamic shapes print as -1 (or -2) or names; a name or a number beyond int64 gives None.
+        dims = [ascii_number(p[1:]) if p[:1] == "-" else ascii_number(p) for p in parts]
+        if None in dims:
             return None
+        return tuple(-d if p[:1] == "-" else d for p, d in zip(parts, dims, strict=True))
 
     @property
     def sources(self) -> list[SourceLocation]:
@@ -274,7 +282,7 @@ class IrGraph:
             lineno += text.count("\n", position, match.start())
             position = match.start()
             index, name, body, block = match.group(1, 2, 3, 4)
-            nodes.append(IrNode(int(index), name, body, block, self.name, lineno))
+            nodes.append(IrNode(index, name, body, block, self.name, lineno))
         self._nodes = nodes or _NO_NODES
 
     @property
@@ -378,6 +386,11 @@ _CHUNK = 1 << 22
 _NO_NODES: list = []  # shared by every empty graph; never appended to
 
 
+def _header_number(digits: bytes) -> int | None:
+    """A count the header states; None beyond int64 (no dump holds that many of anything)."""
+    return ascii_number(digits.decode("ascii"))
+
+
 def _op_name(raw: bytes) -> str:
     return "call" if raw[:1] == b"%" or raw == b"call @" else raw.decode("utf-8", "replace")
 
@@ -428,11 +441,11 @@ class _Scan:
             elif kind == 4:
                 ir.entry = match.group(4).decode("utf-8", "replace").strip()
             elif kind == 5:
-                ir.total_subgraphs = int(match.group(5))
+                ir.total_subgraphs = _header_number(match.group(5))
             elif kind == 6:
-                ir.total_nodes = int(match.group(6))
+                ir.total_nodes = _header_number(match.group(6))
             elif kind == 7:
-                ir.total_cnodes = int(match.group(7))
+                ir.total_cnodes = _header_number(match.group(7))
             elif kind == 9:
                 if self.graph is None:
                     name, abstract = match.group(8, 9)

@@ -8,13 +8,12 @@ assigned while exporting from a hash map, so pipeline stages sort by their ``NN_
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError, echo
 from ..files import MiB, ascii_number, read_regular
 from .ir import looks_binary
 
@@ -39,15 +38,16 @@ __all__ = [
 TEXT_LIMIT = 256 * MiB  # the largest RDR text record msdebug reads (they are a few MB)
 
 _NAME = re.compile(
-    r"^(?P<module>[A-Z][A-Z0-9_]*)\.(?P<name>.+)\.(?P<ts>\d{14})(?:_(?P<counter>\d{4}))?\.(?P<ext>ir|pb|txt|json|dat)$"
+    r"^(?P<module>[A-Z][A-Z0-9_]*)\.(?P<name>.+)\.(?P<ts>\d{14})(?:_(?P<counter>\d{4}))?\.(?P<ext>ir|pb|txt|json|dat)$",
+    re.ASCII,
 )
-_STAGE = re.compile(r"^(\d+)_(.+)$")
+_STAGE = re.compile(r"^(\d+)_(.+)$", re.ASCII | re.S)
 _EXEC_HEADER = "================== execution order =================="
-_EXEC_ENTRY = re.compile(r"^(\d+):$")
+_EXEC_ENTRY = re.compile(r"^(\d+):$", re.ASCII)
 _EXEC_NODE = re.compile(r"^@(?P<graph>[^:]+):(?P<name>[^{]*)\{(?P<inputs>.*)\}$")
 _EXEC_INPUT = re.compile(r"(?:^|, )\[\d+\]: ")
-_ADDRESS = re.compile(r"^&(0x[0-9a-fA-F]+|0) #(\d+)$")
-_MEM_SECTION = re.compile(r"^kernel_(inputs|workspaces|outputs) (\d+)$")
+_ADDRESS = re.compile(r"^&(0x[0-9a-fA-F]+|0) #(\d+)$", re.ASCII)
+_MEM_SECTION = re.compile(r"^kernel_(inputs|workspaces|outputs) (\d+)$", re.ASCII)
 
 # What each recorder's files are, for the summary.
 KINDS = {
@@ -102,7 +102,8 @@ class RdrFile:
     def stage(self) -> tuple[int, str] | None:
         """``PIPELINE.12_optimize`` -> (12, 'optimize')."""
         match = _STAGE.match(self.name) if self.module == "PIPELINE" else None
-        return (int(match.group(1)), match.group(2)) if match else None
+        number = ascii_number(match.group(1)) if match else None
+        return (number, match.group(2)) if number is not None else None
 
     @property
     def label(self) -> str:
@@ -128,7 +129,13 @@ def parse_rdr_name(path: str | os.PathLike) -> RdrFile | None:
         size = 0
     counter = match["counter"]
     return RdrFile(
-        path, match["module"], match["name"], match["ts"], int(counter) if counter else None, match["ext"], size
+        path,
+        match["module"],
+        match["name"],
+        match["ts"],
+        ascii_number(counter) if counter else None,
+        match["ext"],
+        size,
     )
 
 
@@ -198,7 +205,7 @@ def _read_rank(directory: Path) -> RdrRank:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as error:
-        raise DumpError(f"{directory}: cannot list it ({error.strerror or error})") from None
+        raise DumpError(f"{echo(str(directory), quote=False)}: cannot list it ({error.strerror or error})") from None
     for entry in entries:
         if not is_regular(entry):
             continue
@@ -318,7 +325,7 @@ def read_exec_order(path: str | os.PathLike) -> ExecOrder:
             body = [text.strip() for text in lines[i + 1 : i + 4]]
             if len(body) < 3 or not all(lines[i + 1 + k].startswith("\t") for k in range(len(body))):
                 break  # cut short: reported below
-            entries.append(_exec_entry(int(line[:-1]), *body))
+            entries.append(_exec_entry(_number(line[:-1], path, i + 1, "a kernel number"), *body))
             i += 3
         i += 1
     closed = len(lines) > 1 and lines[-1].strip() == _EXEC_HEADER
@@ -424,9 +431,9 @@ def read_memory(path: str | os.PathLike) -> MemoryList:
             raise DumpFormatError(f"{path}: line {lineno}: {expected} more address(es) expected, found {line[:60]!r}")
         if header and kernel is not None:
             section = getattr(kernel, header.group(1))
-            expected = int(header.group(2))
+            expected = _number(header.group(2), path, lineno, "an address count")
         elif address and section is not None and expected:
-            section.append(Address(address.group(1), int(address.group(2))))
+            section.append(Address(address.group(1), _number(address.group(2), path, lineno, "a size")))
             expected -= 1
         elif address:
             raise DumpFormatError(f"{path}: line {lineno}: an address outside any kernel_* section")
@@ -435,10 +442,22 @@ def read_memory(path: str | os.PathLike) -> MemoryList:
             kernels.append(kernel)
             section, expected = None, 0
     if expected:
-        raise DumpFormatError(f"{path}: cut short: {kernel.name} lacks {expected} address(es) at the end")
+        raise DumpFormatError(
+            f"{path}: cut short: {echo(kernel.name, quote=False)} lacks {expected} address(es) at the end"
+        )
     if lines and not kernels:
         raise DumpFormatError(f"{path}: not an RDR memory address list")
     return MemoryList(Path(path), kernels)
+
+
+def _number(digits: str, path, lineno: int, what: str) -> int:
+    """A number a record states, up to int64 (MindSpore writes sizes and counts as 64-bit integers)."""
+    number = ascii_number(digits)
+    if number is None:
+        raise DumpFormatError(
+            f"{path}: line {lineno}: {what} of {len(digits):,} digits, beyond a 64-bit integer; is it the right file?"
+        )
+    return number
 
 
 def read_string(path: str | os.PathLike) -> str:
@@ -448,11 +467,10 @@ def read_string(path: str | os.PathLike) -> str:
 
 def read_stream_order(path: str | os.PathLike) -> list[dict]:
     """``StreamExecOrderRecorder`` JSON: a list of ``{index, node_name, stream_id, ...}``."""
+    from ..keys import load_json
+
     text = "\n".join(read_text(path, "an RDR stream execution order"))
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DumpFormatError(f"{path}: line {error.lineno} column {error.colno}: {error.msg}") from None
+    data = load_json(text, DumpFormatError, os.fspath(path))
     if not isinstance(data, list):
         raise DumpFormatError(f"{path}: expected a JSON list of kernels, found {type(data).__name__}")
     return data

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import backend as _backend
-from ..errors import InvalidValueError, MsDebugError
+from ..errors import InvalidValueError, MsDebugError, echo
 from ..files import MiB, read_regular, refuse_special
 from ..keys import did_you_mean, load_json, version_tuple
 
@@ -79,16 +79,17 @@ def check_path(value: Any, what: str = "rdr.path") -> str:
         raise EnvConfigError(f"{what} is empty; give an absolute directory such as /tmp/rdr.")
     if not value.startswith("/"):
         raise EnvConfigError(
-            f"{what} must be absolute (start with '/'), got {value!r}; MindSpore would silently write to "
-            f"the working directory instead. Did you mean {os.path.abspath(value)!r}?"
+            f"{what} must be absolute (start with '/'), got {echo(value)}; MindSpore would silently write to "
+            f"the working directory instead. Did you mean {echo(os.path.abspath(value))}?"
         )
     if len(value) > _MAX_PATH:
         raise EnvConfigError(f"{what} is {len(value)} characters long; MindSpore allows at most {_MAX_PATH}.")
     if not _PATH_CHARS.match(value):
         bad = sorted({c for c in value if not re.match(r"[A-Za-z0-9_./-]", c)})
         raise EnvConfigError(
-            f"{what} may use only letters, digits and - _ . / (MindSpore's rule); {value!r} has "
-            + ", ".join(repr(c) for c in bad)
+            f"{what} may use only letters, digits and - _ . / (MindSpore's rule); {echo(value)} has "
+            + ", ".join(repr(c) for c in bad[:10])
+            + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
             + "."
         )
     long = [part for part in value.split("/") if len(part) > _MAX_COMPONENT]
@@ -111,8 +112,16 @@ def _check_mode(value: Any) -> int:
     return value
 
 
+def _key(key: str) -> str:
+    """A key from the file as a message names it: as it is when printable and short, else quoted."""
+    return key if key.isprintable() and len(key) <= 40 else echo(key, limit=40)
+
+
 def _show(value: Any) -> str:
-    text = json.dumps(value) if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+    try:
+        text = json.dumps(value) if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+    except (ValueError, RecursionError):  # an integer of thousands of digits, a list nested too deep
+        text = f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:39] + "…"
 
 
@@ -197,7 +206,7 @@ class EnvConfig:
             for key, value in body.items():
                 if key not in keys:
                     raise EnvConfigError(
-                        f"{where}: unknown key {section}.{key} (MindSpore would ignore it); "
+                        f"{where}: unknown key {section}.{_key(key)} (MindSpore would ignore it); "
                         f"{section} takes {', '.join(keys)}." + did_you_mean(key, keys)
                     )
                 if value is None:  # EnvConfig takes None for "not set": say so rather than drop it
