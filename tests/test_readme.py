@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Kernel
+from helpers import Kernel, text_of
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -77,10 +77,12 @@ def run_in_one_kernel(group: list[tuple[int, str, str | None]]) -> None:
                 continue
             status, outputs = kernel.run(code)
             errors = [o for o in outputs if o["type"] == "error"]
+            if status == "ok" and not errors:
+                continue
             shown = "\n".join(f"    {row}" for row in code.rstrip().splitlines())
-            assert status == "ok" and not errors, f"README.md line {line}: this block failed:\n{shown}\n" + "\n".join(
-                f"{e['ename']}: {e['evalue']}" for e in errors
-            )
+            # A UsageError comes as stderr text, not as an error message.
+            why = "\n".join(f"{e['ename']}: {e['evalue']}" for e in errors) or text_of(outputs, name="stderr")[-2000:]
+            pytest.fail(f"README.md line {line}: this block failed:\n{shown}\n{why}", pytrace=False)
     finally:
         if data.is_symlink():
             data.unlink()
