@@ -94,6 +94,10 @@ def _finish(k: Kernel, msg_id: str) -> list[str]:
                 continue
             if msg["msg_type"] == "error":
                 errors.append(msg["content"]["ename"])
+            elif msg["msg_type"] == "stream" and msg["content"]["text"].strip() == "KeyboardInterrupt":
+                # The second interrupt landed while IPython formatted the first one's traceback:
+                # IPython then prints this line instead (InteractiveShell.showtraceback).
+                errors.append("KeyboardInterrupt")
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 return errors
     except queue.Empty:
