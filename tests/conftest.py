@@ -7,9 +7,23 @@ process (device changes, launch_blocking) run their code in a fresh interpreter.
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from helpers import Kernel
+
+
+def pytest_configure(config):
+    """Ctrl-C reaches every interpreter and kernel the tests start, however pytest was started.
+
+    A script that starts a command in the background (``cmd &``) makes it ignore SIGINT, and an
+    ignored signal stays ignored across exec: the fresh interpreters of the interrupt tests would
+    then never see the SIGINT they raise, and the tests would test nothing. A Python handler here
+    becomes the default action in every child.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
