@@ -371,7 +371,7 @@ def test_dynamic_profiler_monitor_driven_by_an_edited_config(tmp_path):
                                      poll_interval=1)
         print("default config valid:", sorted(dp.config)[:2])
         dp.edit(start_step=2, stop_step=3, activities=["CPU"])
-        time.sleep(2.5)     # the monitor's poller re-reads the file every second
+        dp.wait_read()      # the monitor's poller has read it (it re-reads the file every second)
         net = nn.Dense(8, 4)
         x = ms.Tensor(np.ones((2, 8), np.float32))
         for _ in range(6):
@@ -631,7 +631,7 @@ def test_dynamic_profile_as_a_model_train_callback(tmp_path):
         dp = msdebug.dynamic_profile(cfg_path={str(tmp_path / "cfg")!r}, output_path={str(tmp_path / "out")!r},
                                      poll_interval=1)
         dp.edit(start_step=2, stop_step=3, activities=["CPU"])
-        time.sleep(2.5)
+        dp.wait_read()
         def data():
             for _ in range(5):
                 yield np.ones((4, 8), np.float32), np.ones((4,), np.int32)

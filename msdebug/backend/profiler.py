@@ -32,6 +32,7 @@ __all__ = [
     "execution_mode",
     "open_session",
     "quiet_logs",
+    "monitor_config",
 ]
 
 
@@ -192,6 +193,17 @@ def dynamic_monitor(cfg_path: str, output_path: str, poll_interval: int) -> Any:
         ) from None
     with _device_id_unfrozen():
         return DynamicProfilerMonitor(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval)
+
+
+def monitor_config(monitor: Any) -> dict:
+    """The config a ``DynamicProfilerMonitor``'s poller last read (it shares it with the training
+    process through shared memory); ``{}`` before its first read or where it cannot be seen."""
+    read = getattr(monitor, "_get_prof_args", None)
+    try:
+        config = read() if read is not None else {}
+    except Exception:  # noqa: BLE001 - shared memory gone (closed) or another MindSpore layout
+        return {}
+    return dict(config) if isinstance(config, dict) else {}
 
 
 @contextlib.contextmanager

@@ -815,6 +815,9 @@ def read_config(path: str | os.PathLike) -> dict:
     return values
 
 
+_WATCHED = ("start_step", "stop_step", "is_valid")  # what must have reached the monitor for dp.wait_read()
+
+
 class DynamicProfile:
     """MindSpore's ``DynamicProfilerMonitor`` (method 3 of the guide) with its config file at hand.
 
@@ -874,6 +877,24 @@ class DynamicProfile:
     def step(self) -> None:
         """Mark one step of a hand-written loop."""
         self.callback.step()
+
+    def wait_read(self, timeout: float = 60.0) -> dict:
+        """Wait until the monitor's poller has read the config as it is on disk now (after
+        :meth:`edit`, it does so within ``poll_interval`` seconds); returns what it read."""
+        from ..backend.profiler import monitor_config
+
+        wanted = {key: value for key, value in read_config(self.config_path).items() if key in _WATCHED}
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = monitor_config(self.callback)
+            if all(seen.get(key) == value for key, value in wanted.items()):
+                return seen
+            if time.monotonic() > deadline:
+                raise ProfilerError(
+                    f"the monitor has not read {self.config_path} in {timeout:g} s (its poll interval is "
+                    f"{self.poll_interval} s); is its poller process running?"
+                )
+            time.sleep(0.05)
 
     def runs(self) -> list[Path]:
         """The ``rank<N>_start<a>_stop<b>`` folders written so far."""
