@@ -399,8 +399,42 @@ def test_two_ranks_from_msrun_mark_the_straggler():
     report = msdebug.open_profile(TWO_RANKS)
     assert [run.rank for run in report.runs] == [0, 1]
     text = repr(report)
-    assert "2 ranks" in text and "AllReduce: slowest rank 0" in text and "MatMul: slowest rank 1" in text
-    assert "◀ slowest" in report._repr_html_()
+    # Rank 1 is the straggler (make_profile.py gives it a 32x wider layer): its compute ops are the
+    # slowest, and it spends the least time in AllReduce, where rank 0 waits for it.
+    assert "2 ranks" in text
+    assert "AllReduce: straggler rank 1 (least time in the collective, 31.309 ms: it arrived last" in text
+    assert "MatMul: slowest rank 1 (4.746 ms)" in text
+    html = report._repr_html_()
+    assert "31.309 ms ◀ straggler" in html and "4.746 ms ◀ slowest" in html and "45.863 ms ◀" not in html
+
+
+def test_a_collective_marks_the_rank_with_the_least_time_a_compute_op_the_slowest(tmp_path):
+    times = {  # op type: (rank 0 ms, rank 1 ms)
+        "AllGather": (10.0, 2.0),
+        "HcomReduceScatter": (1.0, 6.0),
+        "Broadcast": (3.0, 9.0),
+        "BroadcastTo": (5.0, 1.0),  # a compute op, though its name starts like a collective's
+        "MatMul": (1.0, 7.0),
+    }
+    for rank in (0, 1):
+        framework = tmp_path / f"rank_{rank}" / f"host_{rank}_1_ascend_ms" / "FRAMEWORK"
+        framework.mkdir(parents=True)
+        rows = "".join(f"{name},1,1,{ms[rank]},{ms[rank]},0.2\n" for name, ms in times.items())
+        (framework / f"cpu_op_type_info_{rank}.csv").write_text(
+            "op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent\n" + rows
+        )
+    report = msdebug.open_profile(tmp_path)
+    marks = {mark.op_type: (mark.label, mark.rank) for mark in report.rank_marks()}
+    assert marks == {
+        "AllGather": ("straggler", 1),
+        "HcomReduceScatter": ("straggler", 0),
+        "Broadcast": ("straggler", 0),
+        "BroadcastTo": ("slowest", 0),
+        "MatMul": ("slowest", 1),
+    }
+    text = repr(report)
+    assert "AllGather: straggler rank 1 (least time in the collective, 2.000 ms" in text
+    assert "BroadcastTo: slowest rank 0 (5.000 ms)" in text
 
 
 def test_runs_assembled_from_single_machine_jobs_are_told_apart(tmp_path, graph_profile, pynative_profile):
@@ -417,19 +451,31 @@ def _copy_run(source: Path, target: Path) -> Path:
 
 
 def test_a_truncated_csv_and_timestamp_file_give_a_message_and_what_could_be_read(tmp_path, graph_profile):
+    """Wherever the cut falls in the last line, the notes are the same: a last line without its
+    line end is a file cut short, and the lines before it are read."""
     framework = _copy_run(graph_profile.output, tmp_path)
-    detail = framework / "cpu_op_detail_info_0.csv"
-    text = detail.read_text()
-    detail.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 12])  # cut inside the last row
-    stamps = framework / "cpu_op_execute_timestamp_0.txt"
-    stamps.write_bytes(stamps.read_bytes()[:-30])
+    detail, stamps = framework / "cpu_op_detail_info_0.csv", framework / "cpu_op_execute_timestamp_0.txt"
+    whole = {path: path.read_bytes() for path in (detail, stamps)}
     (framework / "cpu_op_type_info_0.csv").unlink()
-    report = msdebug.open_profile(tmp_path)
-    notes = " | ".join(report.notes)
-    assert "1 cut-short row(s)" in notes
-    assert "cut short or malformed" in notes
+    # The length of each file's last line with its line end: a cut of 1 .. that - 1 bytes falls inside it.
+    last = min(len(data) - data.rindex(b"\n", 0, len(data) - 1) - 1 for data in whole.values())
+    seen = set()
+    for cut in range(1, last):
+        for path, data in whole.items():
+            path.write_bytes(data[:-cut])
+        report = msdebug.open_profile(tmp_path)
+        assert len(report.ops()) == 4 and {row.op_type for row in report.op_types()} <= OPS, cut
+        seen.add(report.notes)
+    assert len(seen) == 1
+    notes = " | ".join(seen.pop())
+    assert (
+        "ops: cpu_op_detail_info_0.csv ends in the middle of a row (the file is cut short); its last row was not read."
+    ) in notes
+    assert (
+        "op executions: cpu_op_execute_timestamp_0.txt ends in the middle of a line (the file is cut short); "
+        "the record at the cut was not counted."
+    ) in notes
     assert "cpu_op_type_info" in notes and "op types: rebuilt from the ops." in notes
-    assert len(report.ops()) == 4 and {row.op_type for row in report.op_types()} <= OPS
 
 
 def test_a_fifo_where_a_csv_belongs_is_not_read(tmp_path, graph_profile):
@@ -437,7 +483,7 @@ def test_a_fifo_where_a_csv_belongs_is_not_read(tmp_path, graph_profile):
     (framework / "cpu_op_type_info_0.csv").unlink()
     os.mkfifo(framework / "cpu_op_type_info_0.csv")
     report = msdebug.open_profile(tmp_path)
-    assert any("not a regular file" in note for note in report.notes)
+    assert any("is a FIFO (named pipe); msdebug reads only regular files" in note for note in report.notes)
 
 
 def _write_profile(root: Path, names: list[str], executions: int = 2) -> Path:

@@ -26,12 +26,12 @@ import json
 import math
 import os
 import re
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ProfileReadError
+from ..files import MiB, open_regular
 
 __all__ = [
     "STEPS_FILE",
@@ -41,11 +41,14 @@ __all__ = [
     "OpRow",
     "OpTypeRow",
     "ProfileData",
+    "RankMark",
     "RankRun",
     "StepMarks",
     "TraceSummary",
     "compare",
     "find_runs",
+    "is_collective",
+    "rank_marks",
     "read_executions",
     "read_op_details",
     "read_op_types",
@@ -64,6 +67,14 @@ _BLOCK = 1 << 22  # bytes per read of a timestamp or trace file
 _BATCH = 1 << 21  # bytes of triples parsed by numpy at once: a few times this in memory
 _MAX_JSON = 1 << 20  # msdebug_steps.json is a few KB; anything bigger is not ours
 _MAX_DEPTH = 4  # rank_0/<run>_ascend_ms/FRAMEWORK sits three below a cluster copy's root
+# The longest line (CSV row, timestamp header or triple) a reader gathers: real ones are under a
+# few KB; a file with a longer one is not the profiler's, and it is read up to that line only.
+_MAX_LINE = MiB
+# The longest CSV field read: csv's own limit is process-wide and MindSpore raises it to 10 MB
+# when it imports its order checker, so the readers keep their own.
+_MAX_FIELD = 64 * 1024
+_MAX_TRACE_ITEM = 16 * MiB  # one event of a Chrome trace
+_INT64 = (1 << 63) - 1
 
 
 # --------------------------------------------------------------------------- models
@@ -132,6 +143,7 @@ class TraceSummary:
     span_us: float = 0.0
     processes: tuple[str, ...] = ()
     complete: bool = True
+    problem: str = ""  # why it stopped early, when not at the file's end
 
 
 @dataclass
@@ -172,20 +184,14 @@ class ProfileData:
 
 def _open_regular(path: Path, what: str, problems: list[str]) -> io.BufferedReader | None:
     """``path`` opened for reading if it is a regular file; otherwise a line in ``problems``."""
-    try:
-        # O_NONBLOCK: a FIFO planted where a CSV should be must not hang the reader.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         problems.append(f"{what}: {path.name} is missing.")
         return None
-    except OSError as error:
-        problems.append(f"{what}: cannot read {path} ({error.strerror or error}).")
+    try:
+        return open_regular(path, ProfileReadError)
+    except ProfileReadError as error:
+        problems.append(f"{what}: {error} Not read.")
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        problems.append(f"{what}: {path} is not a regular file; not read.")
-        return None
-    return os.fdopen(fd, "rb")
 
 
 def _framework_file(run: Path, pattern: re.Pattern[str]) -> Path | None:
@@ -243,30 +249,92 @@ def _rank_of(run: Path, root: Path) -> int | None:
 # --------------------------------------------------------------------------- CSV tables
 
 
+class _Unreadable(Exception):
+    """The rest of a file cannot be read as its format: the message is the note."""
+
+
+class _Lines:
+    """The lines of a text file as ``csv.reader`` takes them, each gathered up to a bound.
+
+    ``pending`` counts the bytes handed out since the caller last reset it (after each row), so a
+    row spread over many lines by quotes is bounded too. A last line without its line end is a
+    file cut short: it is not handed out, whatever byte the cut fell on.
+    """
+
+    def __init__(self, handle: io.BufferedReader, name: str, what: str) -> None:
+        self.handle, self.name, self.what = handle, name, what
+        self.number = 0
+        self.pending = 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.handle.readline(_MAX_LINE + 1)
+        if not line:
+            raise StopIteration
+        self.number += 1
+        self.pending += len(line)
+        if self.pending > _MAX_LINE:
+            raise _Unreadable(
+                f"{self.what}: {self.name}: line {self.number} is longer than {_MAX_LINE // MiB} MiB, which no "
+                "profiler writes; not read from there on."
+            )
+        if not line.endswith(b"\n"):
+            raise _Unreadable(
+                f"{self.what}: {self.name} ends in the middle of a row (the file is cut short); its last row "
+                "was not read."
+            )
+        return line.decode("utf-8", "replace")
+
+
 def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) -> Iterator[list[str]]:
     """Data rows of a CSV whose header must start with ``columns``; short rows are reported."""
     handle = _open_regular(path, what, problems)
     if handle is None:
         return
-    with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as text:
-        reader = csv.reader(text)
-        header = next(reader, None)
-        if header is None:
-            problems.append(f"{what}: {path.name} is empty.")
-            return
-        if [name.strip() for name in header[: len(columns)]] != list(columns):
-            problems.append(
-                f"{what}: {path.name} has the header {','.join(header)[:200]!r}, expected {','.join(columns)!r}."
-            )
-            return
-        bad = 0
-        for row in reader:
-            if len(row) < len(columns):
-                bad += 1
-                continue
-            yield row
-        if bad:
-            problems.append(f"{what}: {path.name} has {bad} cut-short row(s) (the file may be truncated); skipped.")
+    lines = _Lines(handle, path.name, what)
+    reader = csv.reader(lines)
+    bad = unparsable = 0
+    first_unparsable = 0
+    with handle:
+        try:
+            header = next(reader, None)
+            if header is None:
+                problems.append(f"{what}: {path.name} is empty.")
+                return
+            if [name.strip() for name in header[: len(columns)]] != list(columns):
+                shown = ",".join(header)[:200]
+                problems.append(f"{what}: {path.name} has the header {shown!r}, expected {','.join(columns)!r}.")
+                return
+            while True:
+                lines.pending = 0
+                try:
+                    row = next(reader)
+                    readable = all(len(cell) <= _MAX_FIELD for cell in row)
+                except StopIteration:
+                    break
+                except csv.Error:  # a field over csv's own limit, a stray carriage return
+                    readable = False
+                if not readable:
+                    unparsable += 1
+                    first_unparsable = first_unparsable or lines.number
+                    continue
+                if len(row) < len(columns):
+                    bad += 1
+                    continue
+                yield row
+        except _Unreadable as stop:
+            problems.append(str(stop))
+        except OSError as error:
+            problems.append(f"{what}: cannot read {path.name} ({error.strerror or error}); read up to there.")
+    if bad:
+        problems.append(f"{what}: {path.name} has {bad} row(s) with too few fields; skipped.")
+    if unparsable:
+        problems.append(
+            f"{what}: {path.name}: {unparsable} row(s) with a field longer than {_MAX_FIELD // 1024} KiB or a stray "
+            f"carriage return, the first at line {first_unparsable}; skipped."
+        )
 
 
 _TYPE_COLUMNS = (
@@ -290,6 +358,7 @@ _DETAIL_COLUMNS = (
 
 
 def _numbers(row: list[str], indexes: Sequence[int]) -> list[float] | None:
+    """The fields at ``indexes`` as finite numbers, or None."""
     try:
         values = [float(row[index]) for index in indexes]
     except ValueError:
@@ -297,19 +366,35 @@ def _numbers(row: list[str], indexes: Sequence[int]) -> list[float] | None:
     return values if all(math.isfinite(value) for value in values) else None
 
 
+def _checked(row: list[str], indexes: Sequence[int], counts: dict[str, int]) -> list[float] | None:
+    """:func:`_numbers`, counting in ``counts`` the rows that have none or a negative one (no
+    time, count or share is below zero: such a row would make totals and shares lie)."""
+    values = _numbers(row, indexes)
+    if values is None:
+        counts["bad"] += 1
+    elif any(value < 0 for value in values):
+        counts["negative"] += 1
+        return None
+    return values
+
+
+def _skipped(what: str, counts: dict[str, int], problems: list[str]) -> None:
+    if counts["bad"]:
+        problems.append(f"{what}: {counts['bad']} row(s) with a non-number where a time or count belongs; skipped.")
+    if counts["negative"]:
+        problems.append(f"{what}: {counts['negative']} row(s) with a negative time, count or share; skipped.")
+
+
 def read_op_types(path: str | os.PathLike, problems: list[str] | None = None) -> list[OpTypeRow]:
     """``cpu_op_type_info_<rank>.csv``; unreadable rows are skipped and counted in ``problems``."""
     problems = [] if problems is None else problems
     rows: list[OpTypeRow] = []
-    bad = 0
+    counts = {"bad": 0, "negative": 0}
     for row in _rows(Path(path), _TYPE_COLUMNS, "op types", problems):
-        values = _numbers(row, (1, 3, 4, 5))
-        if values is None:
-            bad += 1
-            continue
-        rows.append(OpTypeRow(row[0], int(values[0]), values[1], values[2], values[3]))
-    if bad:
-        problems.append(f"op types: {bad} row(s) with a non-number where a time or count belongs; skipped.")
+        values = _checked(row, (1, 3, 4, 5), counts)
+        if values is not None:
+            rows.append(OpTypeRow(row[0], int(values[0]), values[1], values[2], values[3]))
+    _skipped("op types", counts, problems)
     return rows
 
 
@@ -317,19 +402,17 @@ def read_op_details(path: str | os.PathLike, problems: list[str] | None = None) 
     """``cpu_op_detail_info_<rank>.csv``, one row per full op name (repeats are summed)."""
     problems = [] if problems is None else problems
     merged: dict[str, OpRow] = {}
-    bad = 0
+    counts = {"bad": 0, "negative": 0}
     for row in _rows(Path(path), _DETAIL_COLUMNS, "ops", problems):
-        values = _numbers(row, (4, 5, 7))
+        values = _checked(row, (4, 5, 6, 7), counts)
         if values is None:
-            bad += 1
             continue
-        count, total, share = int(values[0]), values[1], values[2]
+        count, total, share = int(values[0]), values[1], values[3]
         seen = merged.get(row[3])
         if seen is not None:
             count, total, share = count + seen.occurrences, total + seen.total_ms, share + seen.share
         merged[row[3]] = OpRow(row[1], row[2], row[3], count, total, total / count if count else 0.0, share)
-    if bad:
-        problems.append(f"ops: {bad} row(s) with a non-number where a time or count belongs; skipped.")
+    _skipped("ops", counts, problems)
     return list(merged.values())
 
 
@@ -388,7 +471,8 @@ def read_executions(
                 entry[0] += count
                 entry[1] += total
         first = min(first, int(begin.min()))
-        last = max(last, int((begin + (duration * 1e6).astype(np.int64)).max()))
+        # In float: a start near int64's end plus a long duration would wrap in int64.
+        last = max(last, float((begin.astype(np.float64) + duration * 1e6).max()))
         if len(windows):
             slot = np.searchsorted(starts, begin, side="right") - 1
             inside = (slot >= 0) & (begin <= ends[np.clip(slot, 0, None)])
@@ -399,7 +483,7 @@ def read_executions(
     batch: list[tuple[str, bytes]] = []
     size = 0
     with handle:
-        for name, payload in _timestamp_records(handle, problems):
+        for name, payload in _timestamp_records(handle, Path(path).name, problems):
             batch.append((name, payload))
             size += len(payload)
             if size >= _BATCH:
@@ -466,6 +550,8 @@ def _fold_digits(chars, begins, ends):
         value = np.zeros(len(begins), dtype=np.int64)
         for column in grid.T:
             value = value * 10 + column
+        if (value < 0).any():
+            return None, None  # 19 digits past int64's end wrapped around
         return value, np.zeros(len(begins), dtype=np.int64)
     return _fold_ragged(chars, begins, ends, widths, width)
 
@@ -486,18 +572,26 @@ def _fold_ragged(chars, begins, ends, widths, width):
         value = np.where(digit, value * 10 + (char.astype(np.int64) - 48), value)
         decimals += digit & (dots > 0)
         dots += dot
-    if (dots > 1).any():
-        return None, None
+    if (dots > 1).any() or (value < 0).any():
+        return None, None  # two '.', or 19 digits past int64's end (wrapped around)
     return value, decimals
 
 
-def _timestamp_records(handle, problems: list[str]) -> Iterator[tuple[str, bytes]]:
+def _timestamp_records(handle, file_name: str, problems: list[str]) -> Iterator[tuple[str, bytes]]:
     """``(op name, payload)`` pieces of the file; one long line may come in several pieces,
-    each ending on a whole triple."""
+    each ending on a whole triple.
+
+    Nothing is gathered beyond :data:`_MAX_LINE` bytes: a header or a triple longer than that
+    ends the reading with a note. A last line without its line end is a file cut short (the
+    profiler ends every line): its last, possibly partial triple is dropped, with one note that
+    does not depend on where the cut fell.
+    """
     name: str | None = None  # the op of the line being read, None at a line's start
     rest = b""
     done = False
     headless = 0
+    line = 1
+    cut_short = False
     while not done:
         block = handle.read(_BLOCK)
         done = not block
@@ -512,20 +606,41 @@ def _timestamp_records(handle, problems: list[str]) -> Iterator[tuple[str, bytes
                 # A header cut by the block's end: wait for the next block (triples hold no ';').
                 if newline < 0 and not done and (semicolon < 0 or b" " not in data[semicolon:end]):
                     rest = data[position:]
+                    if len(rest) > _MAX_LINE:
+                        problems.append(
+                            f"op executions: {file_name}: line {line} is longer than {_MAX_LINE // MiB} MiB before "
+                            "its first record, which no profiler writes; not read from there on."
+                        )
+                        return
                     break
                 if semicolon < 0:
                     if data[position:end].strip():
-                        headless += 1
+                        if newline < 0:
+                            cut_short = True
+                        else:
+                            headless += 1
                     position = end + 1
+                    line += 1
                     continue
                 header = data[position:semicolon].decode("utf-8", "replace")
                 name = header.rsplit(";", 1)[0] if ";" in header else header
                 position = semicolon + 1
                 continue
-            if newline < 0 and not done:
+            if newline < 0:
                 cut = data.rfind(b" ", position, end)
+                if done:
+                    cut_short = True
+                    if cut >= 0:
+                        yield name, data[position:cut]
+                    break
                 if cut < 0:
                     rest = data[position:]
+                    if len(rest) > _MAX_LINE:
+                        problems.append(
+                            f"op executions: {file_name}: line {line} has a record longer than {_MAX_LINE // MiB} "
+                            "MiB, which no profiler writes; not read from there on."
+                        )
+                        return
                     break
                 yield name, data[position:cut]
                 position = cut + 1
@@ -533,6 +648,12 @@ def _timestamp_records(handle, problems: list[str]) -> Iterator[tuple[str, bytes
             yield name, data[position:end]
             name = None
             position = end + 1
+            line += 1
+    if cut_short or name is not None:  # a line begun and not ended: its header, or records after it
+        problems.append(
+            f"op executions: {file_name} ends in the middle of a line (the file is cut short); "
+            "the record at the cut was not counted."
+        )
     if headless:
         problems.append(f"op executions: {headless} line(s) without an op name; skipped.")
 
@@ -540,11 +661,23 @@ def _timestamp_records(handle, problems: list[str]) -> Iterator[tuple[str, bytes
 # --------------------------------------------------------------------------- steps, trace
 
 
+def _step(item: object) -> tuple[int, int, int]:
+    """One ``[number, start ns, end ns]`` of the step file, checked."""
+    if not isinstance(item, list) or len(item) != 3:
+        raise ValueError(f"a step is [number, start ns, end ns], got {str(item)[:60]}")
+    if not all(isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64 for value in item):
+        raise ValueError(f"step numbers and times are whole numbers from 0 to 2**63-1, got {str(item)[:60]}")
+    number, start, end = item
+    if end < start:
+        raise ValueError(f"step {number} ends before it starts")
+    return number, start, end
+
+
 def read_steps(path: str | os.PathLike, problems: list[str] | None = None) -> StepMarks | None:
     """msdebug's ``msdebug_steps.json``, or None when the folder has none (not made by msdebug)."""
     problems = [] if problems is None else problems
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     handle = _open_regular(path, "step marks", problems)
     if handle is None:
@@ -555,17 +688,21 @@ def read_steps(path: str | os.PathLike, problems: list[str] | None = None) -> St
         if len(data) > _MAX_JSON:
             raise ValueError("too large")
         record = json.loads(data)
-        steps = [(int(number), int(start), int(end)) for number, start, end in record["steps"]]
+        if not isinstance(record, dict) or not isinstance(record.get("steps"), list):
+            raise ValueError("no list of steps")
+        steps = [_step(item) for item in record["steps"]]
         return StepMarks(
             numbers=tuple(number for number, _, _ in steps),
             bounds=tuple((start, end) for _, start, end in steps),
             partial=bool(record.get("partial", False)),
-            error=str(record.get("error", "")),
-            mode=str(record.get("mode", "")),
+            error=str(record.get("error", ""))[:500],
+            mode=str(record.get("mode", ""))[:40],
             first_of_process=bool(record.get("first_of_process", False)),
         )
-    except (ValueError, TypeError, KeyError) as error:
-        problems.append(f"step marks: {path.name} is not msdebug's step file ({error}); per-step times not shown.")
+    except (ValueError, RecursionError) as error:
+        problems.append(
+            f"step marks: {path.name} is not msdebug's step file ({str(error)[:200]}); per-step times not shown."
+        )
         return None
 
 
@@ -594,7 +731,11 @@ def read_trace(path: str | os.PathLike, problems: list[str] | None = None) -> Tr
                 processes[event.get("pid")] = str((event.get("args") or {}).get("name", ""))
     summary.span_us = high - low if summary.events else 0.0
     summary.processes = tuple(processes.values())
-    if not summary.complete:
+    if summary.problem:
+        problems.append(
+            f"trace: {path.name}: {summary.problem}; counted the {summary.events} event(s) before it, not read on."
+        )
+    elif not summary.complete:
         problems.append(f"trace: {path.name} ends early; counted the {summary.events} event(s) before the cut.")
     return summary
 
@@ -615,6 +756,10 @@ def _json_array(text: io.TextIOBase, summary: TraceSummary) -> Iterator[object]:
         try:
             item, end = decoder.raw_decode(buffer, position)
         except json.JSONDecodeError:
+            if len(buffer) - position > _MAX_TRACE_ITEM:
+                summary.complete = False
+                summary.problem = f"an item is longer than {_MAX_TRACE_ITEM // MiB} MiB"
+                return
             more = text.read(_BLOCK)
             if not more:
                 summary.complete = False
@@ -709,6 +854,61 @@ def read_profile(path: str | os.PathLike) -> ProfileData:
     for run, rank in sorted(zip(runs, ranks, strict=True), key=lambda pair: pair[1]):
         data.runs.append(_read_run(run, rank, windows if len(runs) == 1 else ()))
     return data
+
+
+# --------------------------------------------------------------------------- ranks
+
+# Collective communication ops (MindSpore's names, Ascend's Hcom* too): every rank waits in them
+# until the last one arrives, so their time is mostly waiting. Point-to-point Send/Receive and
+# compute ops whose names merely contain these words (BroadcastTo) are not collectives.
+_COLLECTIVES = frozenset(
+    (
+        "allreduce", "allgather", "allgatherv", "reducescatter", "reducescatterv", "broadcast", "alltoall",
+        "alltoallv", "neighborexchange", "neighborexchangev2", "barrier", "collectivescatter", "collectivegather",
+        "reduce",
+    )
+)  # fmt: skip
+
+
+def is_collective(op_type: str) -> bool:
+    """Whether ``op_type`` is a collective communication op (AllReduce, AllGather, Broadcast, ...)."""
+    name = op_type.lower().replace("_", "")
+    return name in _COLLECTIVES or (name.startswith("hcom") and name[4:] in _COLLECTIVES)
+
+
+@dataclass(frozen=True)
+class RankMark:
+    """One op type on every rank that ran it, and the rank to look at.
+
+    In a compute op that is the slowest rank. In a collective it is the straggler: every rank
+    waits inside the collective for the last one to arrive, so the rank with the *least* time in
+    it is the one that came last (the others' extra time is waiting for it).
+    """
+
+    op_type: str
+    per_rank: dict[int, float]  # rank -> total ms
+    collective: bool
+
+    @property
+    def rank(self) -> int | None:
+        """The marked rank; None when fewer than two ranks ran the op type."""
+        if len(self.per_rank) < 2:
+            return None
+        pick = min if self.collective else max
+        return pick(self.per_rank, key=self.per_rank.__getitem__)
+
+    @property
+    def label(self) -> str:
+        return "straggler" if self.collective else "slowest"
+
+
+def rank_marks(runs: Sequence[RankRun]) -> list[RankMark]:
+    """Per op type, its total time on each of ``runs`` and the rank to look at."""
+    totals: dict[str, dict[int, float]] = {}
+    for run in runs:
+        for row in run.op_types:
+            totals.setdefault(row.op_type, {})[run.rank] = row.total_ms
+    return [RankMark(name, per_rank, is_collective(name)) for name, per_rank in totals.items()]
 
 
 # --------------------------------------------------------------------------- comparison

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..backend import dump as _dump
 from ..errors import DumpConfigError, DumpTooLateError, did_you_mean
+from ..files import open_regular, read_regular
 
 __all__ = [
     "CONFIG_NAME",
@@ -238,40 +239,77 @@ def build_config(
 
 
 def read_config(path: str | os.PathLike) -> dict:
-    """The dump JSON at ``path``, checked."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_MAX_CONFIG + 1)
-    except OSError as error:
-        raise DumpConfigError(f"{path}: cannot read the dump config ({error.strerror or error}).") from None
-    if len(raw) > _MAX_CONFIG:
-        raise DumpConfigError(f"{path}: larger than 1 MB, not a dump config.")
+    """The dump JSON at ``path``, checked (a regular file of at most 1 MB: the variable may name
+    anything, a FIFO or a device included)."""
+    raw = read_regular(
+        path,
+        _MAX_CONFIG,
+        DumpConfigError,
+        what="dump config",
+        unreadable="{name}: cannot read the dump config ({reason}).",
+    )
     try:
         data = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError as error:
-        raise DumpConfigError(f"{path}: not valid JSON ({error}).") from None
+    except (ValueError, RecursionError) as error:
+        raise DumpConfigError(f"{path}: not valid JSON ({str(error)[:200]}).") from None
     return check_config(data, str(path))
+
+
+def _is_ours(path: Path, text: str) -> bool:
+    """Whether ``path`` holds exactly ``text`` (read through the opener, never past its length).
+
+    Raises
+    ------
+    DumpConfigError
+        When ``path`` is a FIFO, a device or a directory: msdebug neither reads nor replaces it.
+    """
+    wanted = text.encode("utf-8")
+    unreadable = "{name}: cannot read it ({reason}); give another directory."
+    with open_regular(path, _not_a_config, unreadable) as handle:
+        return handle.read(len(wanted) + 1) == wanted
+
+
+def _not_a_config(message: str) -> DumpConfigError:
+    return DumpConfigError(f"{message} msdebug never replaces a file it did not write; give another directory.")
 
 
 def write_config(config: dict, directory: str | os.PathLike) -> Path:
     """Write ``config`` as ``<directory>/msdebug_dump.json``; an existing different file is kept
-    and the config goes to ``msdebug_dump-1.json`` (-2, ...)."""
+    and the config goes to ``msdebug_dump-1.json`` (-2, ...).
+
+    Raises
+    ------
+    DumpConfigError
+        When ``directory`` cannot be a directory (a file, below a file, in ``/proc``) or a file
+        where the config goes is no regular file.
+    """
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise DumpConfigError(
+            f"the dump directory {folder} is a file, not a directory; give another directory."
+        ) from None
+    except OSError as error:
+        raise DumpConfigError(
+            f"the dump directory {folder} cannot be made ({error.strerror or error}); give another directory."
+        ) from None
     text = json.dumps(config, indent=2) + "\n"
     stem, suffix = CONFIG_NAME.rsplit(".", 1)
     for number in range(1000):
         path = folder / (CONFIG_NAME if number == 0 else f"{stem}-{number}.{suffix}")
         try:
+            # "x": O_EXCL never follows a symlink and never opens what is there.
             with open(path, "x", encoding="utf-8") as handle:
                 handle.write(text)
             return path
         except FileExistsError:
-            try:
-                if path.read_text(encoding="utf-8") == text:
-                    return path
-            except OSError:
-                continue
+            if _is_ours(path, text):
+                return path
+        except OSError as error:
+            raise DumpConfigError(
+                f"{path}: cannot write it ({error.strerror or error}); give another directory."
+            ) from None
     raise DumpConfigError(f"{folder}: 1000 dump configs already there; give another directory.")
 
 

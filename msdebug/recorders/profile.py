@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import interrupts
-from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, compare, find_runs, read_profile
+from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, RankMark, compare, find_runs, rank_marks, read_profile
 from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError, did_you_mean
+from ..files import read_regular, refuse_special
 
 __all__ = [
     "ComparisonReport",
@@ -111,6 +112,11 @@ class ProfileReport:
         if self.order == "name":
             return sorted(run.ops, key=lambda row: row.full_name)
         return sorted(run.ops, key=lambda row: (-row.total_ms, row.full_name))
+
+    def rank_marks(self, limit: int | None = None) -> list[RankMark]:
+        """Per op type, its time on each rank (the first ``limit`` ranks) and the rank to look
+        at: the slowest in a compute op, the straggler (least time) in a collective."""
+        return rank_marks(self.data.runs[:limit])
 
     def _run(self, rank: int | None):
         if not self.data.runs:
@@ -802,15 +808,14 @@ def check_config(values: Any, where: str = "profiler_config.json") -> list[str]:
 def read_config(path: str | os.PathLike) -> dict:
     """A ``profiler_config.json``, parsed and validated."""
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(1 << 20)
-    except OSError as error:
-        raise ProfilerOptionsError(f"{path}: cannot read it ({error.strerror}).") from None
+    # Through the opener: a FIFO there would block open() forever, /dev/zero never ends.
+    text = read_regular(path, 1 << 20, ProfilerOptionsError, what="profiler_config.json")
     try:
         values = json.loads(text)
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         raise ProfilerOptionsError(f"{path.name}: not JSON ({error.msg} at line {error.lineno}).") from None
+    except (ValueError, RecursionError) as error:  # not UTF-8, nested past Python's stack
+        raise ProfilerOptionsError(f"{path.name}: not JSON ({str(error)[:200]}).") from None
     check_config(values, path.name)
     return values
 
@@ -868,6 +873,7 @@ class DynamicProfile:
             values["is_valid"] = True
         check_config(values, self.config_path.name)
         temporary = self.config_path.with_name(self.config_path.name + ".msdebug-new")
+        refuse_special(temporary, ProfilerOptionsError)  # a FIFO there would block the write
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(values, handle, indent=4)
         # One rename: the poller never reads a half-written file.
@@ -935,6 +941,6 @@ def dynamic_profile(
         raise InvalidValueError(f"poll_interval must be a whole number of seconds from 1, got {poll_interval!r}.")
     cfg = Path(cfg_path).expanduser().absolute()
     config = cfg / "profiler_config.json"
-    if config.exists():
+    if os.path.lexists(config):
         read_config(config)  # a bad file is reported now, not silently ignored by the monitor
     return DynamicProfile(str(cfg), str(Path(output_path).expanduser().absolute()), poll_interval, verbose)

@@ -2,8 +2,8 @@
 
 Pure functions of the report objects of :mod:`msdebug.recorders.profile` (read by duck typing):
 op types with their share drawn as a bar, the top single ops with the rest folded, the time of
-each recorded step as an inline SVG, the ranks of a cluster profile with the slowest rank per op
-type marked, and where the Chrome trace is.
+each recorded step as an inline SVG, the ranks of a cluster profile with one rank per op type
+marked (the slowest in a compute op, the straggler in a collective), and where the Chrome trace is.
 """
 
 from __future__ import annotations
@@ -111,18 +111,27 @@ def _ops_rows(report: Any) -> tuple[list, list]:
     return rows[: report.top], rows[report.top :]
 
 
-def _rank_totals(report: Any) -> dict[str, dict[int, float]]:
-    totals: dict[str, dict[int, float]] = {}
-    for run in report.runs[:_MAX_RANKS]:
-        for row in run.op_types:
-            totals.setdefault(row.op_type, {})[run.rank] = row.total_ms
-    return totals
+_RANKS_HELP = (
+    "compute ops: the slowest rank is marked; collectives (AllReduce, AllGather, Broadcast, ...): the straggler, "
+    "the rank with the least time in it, since it arrived last and the others waited for it"
+)
 
 
-def _by_order(report: Any, totals: dict[str, dict[int, float]]) -> list:
+def _rank_marks(report: Any) -> list:
+    marks = report.rank_marks(_MAX_RANKS)
     if getattr(report, "order", "time") == "name":
-        return sorted(totals.items())
-    return sorted(totals.items(), key=lambda item: (-max(item[1].values()), item[0]))
+        return sorted(marks, key=lambda mark: mark.op_type)
+    return sorted(marks, key=lambda mark: (-max(mark.per_rank.values()), mark.op_type))
+
+
+def _mark_line(mark: Any) -> str:
+    rank = mark.rank
+    if mark.collective:
+        return (
+            f"{mark.op_type}: straggler rank {rank} (least time in the collective, {_ms(mark.per_rank[rank])}: "
+            "it arrived last, the others waited)"
+        )
+    return f"{mark.op_type}: slowest rank {rank} ({_ms(mark.per_rank[rank])})"
 
 
 def html_profile(report: Any) -> str:
@@ -209,23 +218,20 @@ def _html_trace(report: Any) -> str:
 
 def _html_ranks(report: Any) -> str:
     ranks = [run.rank for run in report.runs[:_MAX_RANKS]]
-    totals = _rank_totals(report)
     rows = []
-    for op_type, per_rank in _by_order(report, totals)[:_MAX_TYPES]:
-        slowest = max(per_rank, key=per_rank.get)
-        cells = [esc(op_type)]
+    for mark in _rank_marks(report)[:_MAX_TYPES]:
+        marked = mark.rank
+        cells = [esc(mark.op_type)]
         for rank in ranks:
-            value = per_rank.get(rank)
-            text = esc(_ms(value))
-            cells.append(
-                tag("span", text + " ◀ slowest", style=STRONG) if rank == slowest and len(per_rank) > 1 else text
-            )
+            text = esc(_ms(mark.per_rank.get(rank)))
+            cells.append(tag("span", text + esc(f" ◀ {mark.label}"), style=STRONG) if rank == marked else text)
         rows.append(cells)
     head = ["op type", *(f"rank {rank}" for rank in ranks)]
     totals_row = " · ".join(f"rank {run.rank}: {_ms(run.total_ms)}" for run in report.runs[:_MAX_RANKS])
     more = f" (showing {_MAX_RANKS} of {len(report.runs)} ranks)" if len(report.runs) > _MAX_RANKS else ""
     return (
-        tag("div", esc("Ranks (the slowest rank per op type is marked)" + more), style=STRONG)
+        tag("div", esc("Ranks" + more), style=STRONG)
+        + tag("div", esc(_RANKS_HELP), style=NOTE)
         + tag("div", esc(totals_row))
         + _table(head, rows)
     )
@@ -250,9 +256,8 @@ def text_profile(report: Any) -> str:
     lines.extend(step_lines)
     if len(report.runs) > 1:
         lines.append("ranks: " + ", ".join(f"{run.rank}={_ms(run.total_ms)}" for run in report.runs[:_MAX_RANKS]))
-        for op_type, per_rank in _by_order(report, _rank_totals(report))[:15]:
-            slowest = max(per_rank, key=per_rank.get)
-            lines.append(f"  {op_type}: slowest rank {slowest} ({_ms(per_rank[slowest])})")
+        lines.append(f"  ({_RANKS_HELP})")
+        lines.extend(f"  {_mark_line(mark)}" for mark in _rank_marks(report)[:15] if mark.rank is not None)
     types, count = _types_rows(report)
     lines.append("")
     lines.append(f"{'op type':<24} {'count':>8} {'total':>12} {'average':>12} {'share':>7}")
