@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,20 +56,26 @@ def _one_line(error: BaseException) -> str:
 
 @contextlib.contextmanager
 def _fifo_with_writer(path: Path, data: bytes):
-    """A FIFO at ``path`` whose other end writes ``data`` to whoever opens it for reading."""
+    """A FIFO at ``path`` whose other end writes ``data`` to whoever opens it for reading (each time)."""
     os.mkfifo(path)
+    stop = threading.Event()
 
     def write() -> None:
-        with contextlib.suppress(OSError), open(path, "wb") as handle:
-            handle.write(data)
+        # A reader that closes before the write gets EPIPE here; with SIGPIPE at its default (as
+        # MindSpore leaves it) the signal would end the whole test process instead.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+        while not stop.is_set():
+            with contextlib.suppress(OSError), open(path, "wb") as handle:
+                handle.write(data)
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
         yield path
     finally:
-        # A writer still waiting for a reader (the fixed readers never read it): hold a read end
-        # open until it has written (less than a pipe's buffer) and closed.
+        # The writer may wait for a reader (the fixed readers never read it): hold a read end open
+        # until it has written (less than a pipe's buffer), closed and seen the stop.
+        stop.set()
         release = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         try:
             writer.join()
@@ -96,8 +103,8 @@ def _profile(root: Path, types: str | bytes | None = None, details=None, stamps=
     ):
         if content is not None:
             (framework / name).write_bytes(content.encode() if isinstance(content, str) else content)
-    if steps is not None:
-        (root / RUN / STEPS_FILE).write_bytes(steps.encode() if isinstance(steps, str) else steps)
+    if steps is not None:  # where msdebug writes it: the output folder, above the run
+        (root / STEPS_FILE).write_bytes(steps.encode() if isinstance(steps, str) else steps)
     return root
 
 
@@ -301,10 +308,21 @@ CELL = st.one_of(
     st.text(max_size=12),
 )
 ROW = st.lists(CELL, max_size=12).map(lambda cells: ",".join(cells))
+NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.integers(-(10**20), 10**20).map(str))
+NAME = st.sampled_from(["MatMul", "AllReduce", "Default/MatMul-op0", "", "<b>", "a,b"])
+TYPE_ROW = st.builds(lambda name, numbers: ",".join([name, *numbers]), NAME, st.lists(NUMBER, min_size=5, max_size=5))
+DETAIL_ROW = st.builds(
+    lambda kind, name, numbers: ",".join(["Host", kind, name, name, *numbers, "Default", "1"]),
+    NAME,
+    NAME,
+    st.lists(NUMBER, min_size=4, max_size=4),
+)
 
 
-def _csv_text(real: list[str]):
-    return st.lists(st.one_of(st.sampled_from(real), ROW), max_size=12).map("\n".join)
+def _csv_text(real: list[str], row=ROW):
+    return st.lists(st.one_of(st.sampled_from(real), row, ROW), max_size=12).map(
+        lambda lines: "\n".join([real[0], *lines])  # the real header, so that the rows are read
+    )
 
 
 STAMP_LINE = st.one_of(
@@ -354,7 +372,13 @@ def _encode(text: str) -> bytes:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_csv_text(REAL_TYPES), _csv_text(REAL_DETAILS), st.lists(STAMP_LINE, max_size=8), st.booleans(), STEPS)
+@given(
+    _csv_text(REAL_TYPES, TYPE_ROW),
+    _csv_text(REAL_DETAILS, DETAIL_ROW),
+    st.lists(STAMP_LINE, max_size=8),
+    st.booleans(),
+    STEPS,
+)
 @example("\n".join(REAL_TYPES), "\n".join(REAL_DETAILS), REAL_STAMPS, True, {"steps": [[0, 1, 2**64]]})
 @example(f"{TYPE_HEAD}\nA,1,1,1e308,1e308,2", f'{DETAIL_HEAD}\n"', ["x;HostCpuOps;1,1e30,0"], False, [1])
 def test_fuzzed_profile_files_give_a_report_or_one_line(types, details, stamps, newline, steps):

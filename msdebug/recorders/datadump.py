@@ -288,7 +288,7 @@ def write_config(config: dict, directory: str | os.PathLike) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise DumpConfigError(
-            f"the dump directory {folder} is a file, not a directory; give another directory."
+            f"the dump directory {folder} exists and is not a directory; give another directory."
         ) from None
     except OSError as error:
         raise DumpConfigError(
