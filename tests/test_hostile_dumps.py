@@ -305,3 +305,18 @@ def test_a_save_graphs_level_of_other_digits_in_the_environment(monkeypatch):
     monkeypatch.setattr(savegraphs, "_context_keys", lambda: False)
     assert savegraphs.status().level == 0
     assert (_line_of("/a/b.py:²"), _line_of("/a/b.py:12~14")) == (0, 12)
+
+
+def test_a_histogram_of_values_too_close_to_split_is_one_bin():
+    # Found by test_dump_fuzz: numpy's own bins around a single float32 9.0e15 index out of range.
+    import numpy as np
+
+    from msdebug.dumps.datadump import histogram
+
+    huge = np.frombuffer(b"\x00\x00\x00Z", "<f4").reshape(())
+    assert histogram(huge) == ([1], [float(huge), float(huge)])
+    close = np.array([2.0**53, 2.0**53 + 2], np.float64)
+    counts, edges = histogram(close)
+    assert sum(counts) == 2 and edges[0] == 2.0**53 and edges[-1] == 2.0**53 + 2
+    counts, edges = histogram(np.arange(10, dtype=np.float32))
+    assert len(counts) == 30 and sum(counts) == 10

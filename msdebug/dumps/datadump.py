@@ -652,7 +652,14 @@ def histogram(array: np.ndarray, bins: int = 30) -> tuple[list[int], list[float]
         flat = flat[np.isfinite(flat)]
     if flat.size == 0:
         return [], []
-    counts, edges = np.histogram(flat.astype(np.float64), bins=bins)
+    values = flat.astype(np.float64)
+    low, high = float(values.min()), float(values.max())
+    edges = np.linspace(low, high, bins + 1)
+    if not low < high or not (np.diff(edges) > 0).all():
+        # One value, or values too close together for float64 to split (numpy's own bins for a
+        # single 9e15 index out of range): one bin holds them all.
+        return [int(values.size)], [low, high]
+    counts, edges = np.histogram(values, bins=edges)
     return [int(c) for c in counts], [float(e) for e in edges]
 
 
