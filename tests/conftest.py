@@ -7,9 +7,17 @@ process (device changes, launch_blocking) run their code in a fresh interpreter.
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
+from hypothesis import settings
+
+# The fuzz tests explore new inputs on every developer run; CI (CI=true) replays a fixed
+# sequence, so that a green main stays green and a red one is red again on a rerun.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 from helpers import Kernel
 
