@@ -92,6 +92,17 @@ class Kernel:
             reply = self.client.get_shell_msg(timeout=timeout)
         return reply["content"]["status"], outputs
 
+    def evaluate(self, setup: str, expression: str, timeout: float = 300) -> str:
+        """Run ``setup``, then return ``expression``'s text/plain as the execute reply carries it
+        (user_expressions): an answer that does not depend on the cell's stdout stream."""
+        msg_id = self.client.execute(setup, user_expressions={"value": expression})
+        reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=timeout)
+        value = reply["content"]["user_expressions"]["value"]
+        assert value["status"] == "ok", value
+        return value["data"]["text/plain"]
+
     def start_until(self, code: str, marker: str, timeout: float = 300) -> str:
         """Start ``code`` and return its msg_id once it has created the file ``marker`` in the
         kernel's directory: an event, so an interrupt sent next lands inside the cell however
