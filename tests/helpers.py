@@ -87,19 +87,13 @@ class Kernel:
                 break
             if kind in ("stream", "execute_result", "display_data", "error"):
                 outputs.append({"type": kind, **content})
-        reply = self.client.get_shell_msg(timeout=timeout)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.client.get_shell_msg(timeout=timeout)
-        return reply["content"]["status"], outputs
+        return self._reply(msg_id, timeout)["status"], outputs
 
     def evaluate(self, setup: str, expression: str, timeout: float = 300) -> str:
         """Run ``setup``, then return ``expression``'s text/plain as the execute reply carries it
         (user_expressions): an answer that does not depend on the cell's stdout stream."""
         msg_id = self.client.execute(setup, user_expressions={"value": expression})
-        reply = self.client.get_shell_msg(timeout=timeout)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.client.get_shell_msg(timeout=timeout)
-        value = reply["content"]["user_expressions"]["value"]
+        value = self._reply(msg_id, timeout)["user_expressions"]["value"]
         assert value["status"] == "ok", value
         return value["data"]["text/plain"]
 
@@ -119,11 +113,15 @@ class Kernel:
     def complete(self, code: str) -> tuple[list[str], str]:
         """``complete_request`` at the end of ``code``: matches and the text they replace."""
         msg_id = self.client.complete(code, len(code))
-        reply = self.client.get_shell_msg(timeout=60)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.client.get_shell_msg(timeout=60)
-        content = reply["content"]
+        content = self._reply(msg_id, 60)
         return content["matches"], code[content["cursor_start"] : content["cursor_end"]]
+
+    def _reply(self, msg_id: str, timeout: float) -> dict:
+        """The content of the shell reply to ``msg_id`` (replies to earlier requests are skipped)."""
+        reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=timeout)
+        return reply["content"]
 
     def close(self) -> None:
         self.client.stop_channels()
