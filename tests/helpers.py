@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,7 +71,12 @@ class Kernel:
 
         # Its own working directory: MindSpore writes there (rank_0/om/ after a failed compile).
         self.cwd = tempfile.mkdtemp(prefix="msdebug-kernel-")
-        self.manager, self.client = start_new_kernel(kernel_name="python3", env=kernel_env(), cwd=self.cwd)
+        # Where the kernel writes its Python stacks on SIGUSR2, for a request that hangs.
+        self.stacks = self.cwd + ".stacks"
+        register = f"import faulthandler, signal; faulthandler.register(signal.SIGUSR2, open({self.stacks!r}, 'w'))"
+        self.manager, self.client = start_new_kernel(
+            kernel_name="python3", env=kernel_env(), cwd=self.cwd, extra_arguments=[f"--IPKernelApp.exec_lines={[register]!r}"]
+        )
 
     def run(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
         """Execute ``code``; returns the reply status and the iopub outputs of that request."""
@@ -79,7 +86,10 @@ class Kernel:
         """Wait for the request ``msg_id`` to end; returns its reply status and iopub outputs."""
         outputs = []
         while True:
-            msg = self.client.get_iopub_msg(timeout=timeout)
+            try:
+                msg = self.client.get_iopub_msg(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(self._hung(msg_id, timeout, outputs)) from None
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
@@ -116,6 +126,31 @@ class Kernel:
         content = self._reply(msg_id, 60)
         return content["matches"], code[content["cursor_start"] : content["cursor_end"]]
 
+    def _hung(self, msg_id: str, timeout: float, outputs: list[dict]) -> str:
+        """Why a request gave no idle status in ``timeout`` s: whether the kernel still lives,
+        whether it replied (then iopub lost messages), and where its threads stand (gdb)."""
+        lines = [f"no idle status for the request after {timeout} s; outputs so far: {outputs!r:.2000}"]
+        if not self.manager.is_alive():
+            return "\n".join([*lines, "the kernel is dead"])
+        try:
+            reply = self._reply(msg_id, 5)
+            lines.append(f"the kernel replied {reply['status']!r}: iopub lost the messages after it")
+        except queue.Empty:
+            lines.append("the kernel sent no reply either: it is stuck inside the request")
+        pid = self.manager.provisioner.process.pid
+        os.kill(pid, signal.SIGUSR2)
+        deadline = time.monotonic() + 30
+        while not _text(self.stacks) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines.append(f"its Python threads:\n{_text(self.stacks)[-8000:]}")
+        if shutil.which("gdb"):
+            native = subprocess.run(
+                ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 8"],
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+            lines.append(f"its native threads (gdb):\n{native.stdout[:12000]}")
+        return "\n".join(lines)
+
     def _reply(self, msg_id: str, timeout: float) -> dict:
         """The content of the shell reply to ``msg_id`` (replies to earlier requests are skipped)."""
         reply = self.client.get_shell_msg(timeout=timeout)
@@ -127,6 +162,16 @@ class Kernel:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
         shutil.rmtree(self.cwd, ignore_errors=True)
+        if os.path.exists(self.stacks):
+            os.remove(self.stacks)
+
+
+def _text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read()
+    except FileNotFoundError:
+        return ""
 
 
 def text_of(outputs: list[dict], kind: str = "stream", name: str | None = None) -> str:
