@@ -129,9 +129,13 @@ def _tell_keepers(holding: bool) -> None:
 
 
 def _deliver(caller: FrameType | None) -> None:
-    """Raise the interrupt that waited, once no protected frame is left below the caller."""
+    """Raise the interrupt that waited, once no protected frame is left below the caller.
+
+    Only in the main thread: the interrupt is its own, and another thread that leaves a
+    protected call (ipykernel's IO thread sending a stream message) must not take it.
+    """
     global _pending
-    if _pending and not _protecting(caller):
+    if _pending and _main_thread() and not _protecting(caller):
         _pending = False
         raise KeyboardInterrupt
 

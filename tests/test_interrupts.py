@@ -583,3 +583,42 @@ def test_a_thread_may_use_a_scope_too():
         """
     )
     assert result == {"seen": [77], "after": 1000}
+
+
+def test_an_interrupt_that_waits_in_the_main_thread_is_not_raised_in_another_thread():
+    # An interrupt that waits for protected code in the main thread belongs to the main
+    # thread. ipykernel's IO thread calls the kernel session's send (protected by msdebug)
+    # to flush print(): raised there, it killed the IO thread's loop, so the cell was never
+    # interrupted and its later output never shown.
+    result = _run(
+        """
+        import os, signal, threading
+        from msdebug import interrupts
+
+        @interrupts.protected
+        def thread_send():
+            return "sent"
+
+        in_thread = []
+        def flush():
+            try:
+                in_thread.append(thread_send())
+            except KeyboardInterrupt:
+                in_thread.append("KeyboardInterrupt")
+
+        @interrupts.protected
+        def switch():
+            os.kill(os.getpid(), signal.SIGINT)  # waits: this frame is protected
+            thread = threading.Thread(target=flush)
+            thread.start()
+            thread.join()
+
+        try:
+            switch()
+            main = "not interrupted"
+        except KeyboardInterrupt:
+            main = "KeyboardInterrupt"
+        report({"thread": in_thread, "main": main})
+        """
+    )
+    assert result == {"thread": ["sent"], "main": "KeyboardInterrupt"}
