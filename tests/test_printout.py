@@ -46,6 +46,13 @@ def test_scalars_in_a_binary_print_file_take_one_line_each():
     assert scalar_series(log.items) == {"loss": [1.0, 0.5, 0.3333333432674408]}
 
 
+def test_series_come_from_short_lines_only():
+    # A chart's line is short ("step 3 loss 0.25"). The pattern backtracks at each character,
+    # so a 4 MB line of output (one C write) took a minute to render before it was skipped.
+    text = "".join(f"step {i} loss {1.0 / (i + 1)}\n" for i in range(3)) + "y" * 4000 + " loss 9.0\n"
+    assert scalar_series(PrintLog(text.encode()).items) == {"loss": [1.0, 0.5, 1 / 3]}
+
+
 def test_text_logs_with_numbers_and_the_bounded_text_form():
     text = "".join(f"epoch 1 step {i}, loss is {2.0 / (i + 1):.4f}\n" for i in range(3 * MAX_LINES)) + "done\n"
     log = PrintLog(text.encode())

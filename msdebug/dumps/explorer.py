@@ -660,7 +660,7 @@ def _header_nodes(path: Path) -> int | None:
 def _what_is_there(saved: graphs.GraphsDir) -> str:
     """``; it has 2 files: ...`` with a hint when they look like something else msdebug reads."""
     files = saved.files
-    unlisted = f"; {saved.unlisted_line()}" if saved.unlisted else ""
+    unlisted = "".join(f"; {line}" for line in (saved.limit_line(), saved.unlisted_line()) if line)
     if not files:
         return "; it is empty" + (" as far as msdebug could list it" + unlisted if unlisted else "")
     names = ", ".join(graphs.shown_name(f.relative, 60) for f in files[:4]) + (" ..." if len(files) > 4 else "")
@@ -686,7 +686,7 @@ def _graphs_summary(saved: graphs.GraphsDir) -> DumpSummary:
     ids = sorted({f.graph_id for f in saved.files if f.family == "kernel_graph" and f.graph_id is not None})
     rank = RankSummary(None, str(saved.root), groups, stages, tuple(ids))
     size = sum(f.size for f in saved.files)
-    hints = (saved.unlisted_line(),) if saved.unlisted else ()
+    hints = tuple(line for line in (saved.limit_line(), saved.unlisted_line()) if line)
     return DumpSummary("graphs", str(saved.root), (rank,), len(saved.files), size, hints)
 
 

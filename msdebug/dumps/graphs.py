@@ -110,6 +110,16 @@ class GraphsDir:
     files: list[GraphFile]
     unlisted: tuple[str, ...] = ()  # subdirectories that could not be listed (permissions, loops)
     why_unlisted: tuple[str, ...] = ()  # the reason for each, as the system gave it
+    stopped: bool = False  # the listing stopped at MAX_ENTRIES: ``files`` is the first part only
+
+    def limit_line(self) -> str:
+        """Why the listing is partial; '' when it is whole."""
+        if not self.stopped:
+            return ""
+        return (
+            f"listing stopped after {MAX_ENTRIES:,} entries: is this the folder MindSpore wrote "
+            "(save_graphs_path, or a rank_N folder in it)?"
+        )
 
     def unlisted_line(self, names: int = 3, width: int = 48) -> str:
         """``2 directories could not be listed: a, b (Permission denied)``; '' when none: a bounded
@@ -174,6 +184,11 @@ def _pass_index(stem: str) -> int:
     return INT64_MAX + 1 if number is None else number
 
 
+# A save_graphs directory of a large model holds tens of thousands of files; a folder with more
+# entries than this is not one, and listing it whole (``msdebug dump /``) would take minutes.
+MAX_ENTRIES = 100_000
+
+
 def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
     """List and classify a save_graphs directory (no file is opened).
 
@@ -187,7 +202,10 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
     unlisted: list[str] = []
     why: list[str] = []
     stack = [""]
+    seen = 0
     while stack:
+        if seen >= MAX_ENTRIES:  # `msdebug dump /` must answer, not walk the whole disk
+            break
         prefix = stack.pop()
         directory = root / prefix if prefix else root
         try:
@@ -200,6 +218,7 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             unlisted.append(prefix)  # one unreadable subdirectory must not hide the rest: the summary names it
             why.append(error.strerror or type(error).__name__)
             continue
+        seen += len(entries)
         for entry in entries:
             relative = f"{prefix}/{entry.name}" if prefix else entry.name
             if _is_dir(entry):
@@ -212,7 +231,7 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
             family, stem, counter, ext = classify(relative)
             files.append(GraphFile(entry.path, relative, family, stem, counter, ext, size))
     files.sort(key=lambda f: f.relative)
-    return GraphsDir(root, files, tuple(unlisted), tuple(why))
+    return GraphsDir(root, files, tuple(unlisted), tuple(why), stopped=bool(stack))
 
 
 def shown_name(name: str, width: int) -> str:

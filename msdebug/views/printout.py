@@ -24,6 +24,8 @@ _PRE = "margin:0;white-space:pre-wrap;overflow-wrap:anywhere"
 _HIDDEN = "color:#777;border-top:1px dashed #bbb;border-bottom:1px dashed #bbb;margin:2px 0;padding:1px 0"
 _MAX_SERIES = 6
 _NAME = re.compile(r"^\s*([A-Za-z_][\w .\-/]{0,40}?)\s*[:=]?\s*$")
+_SERIES_LINE_MAX = 1000
+_DIGIT = re.compile(r"\d")
 _PAIR = re.compile(
     r"([A-Za-z_][\w.]{0,30})(?:\s+is|\s*[:=])?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)(?=[\s,;)]|$)"
 )
@@ -104,8 +106,12 @@ def scalar_series(items) -> dict[str, list[float]]:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 series.setdefault(_label(content[0]) or content[0], []).append(float(value))
         elif kind == "text":
-            for name, number in _PAIR.findall(str(content)):
-                series.setdefault(name, []).append(float(number))
+            for line in str(content).splitlines():
+                # A line worth a chart is short ("step 3 loss 0.25"); the pattern backtracks on
+                # each character, so a megabyte line without one would take a minute.
+                if len(line) <= _SERIES_LINE_MAX and _DIGIT.search(line):
+                    for name, number in _PAIR.findall(line):
+                        series.setdefault(name, []).append(float(number))
     return {
         name: values
         for name, values in series.items()
