@@ -75,7 +75,10 @@ class Kernel:
         self.stacks = self.cwd + ".stacks"
         register = f"import faulthandler, signal; faulthandler.register(signal.SIGUSR2, open({self.stacks!r}, 'w'))"
         self.manager, self.client = start_new_kernel(
-            kernel_name="python3", env=kernel_env(), cwd=self.cwd, extra_arguments=[f"--IPKernelApp.exec_lines={[register]!r}"]
+            kernel_name="python3",
+            env=kernel_env(),
+            cwd=self.cwd,
+            extra_arguments=[f"--IPKernelApp.exec_lines={[register]!r}"],
         )
 
     def run(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
@@ -146,7 +149,10 @@ class Kernel:
         if shutil.which("gdb"):
             native = subprocess.run(
                 ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 8"],
-                capture_output=True, text=True, timeout=120, check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
             )
             lines.append(f"its native threads (gdb):\n{native.stdout[:12000]}")
         return "\n".join(lines)
