@@ -119,7 +119,11 @@ def test_double_interrupts_at_any_moment_of_a_cell_magic(kernel, magic, mode, ro
     interrupted = 0
     deferred_before = _value(k, "interrupts.deferred")
     landed_rounds = 0
-    for number in range(rounds):
+    number = 0
+    # At least `rounds` rounds, and on until `landed` of them had an interrupt wait for
+    # protected code: on a loaded machine fewer of the random moments fall there.
+    while number < rounds or (landed_rounds < landed and number < rounds * 5):
+        number += 1
         before = _value(k, "interrupts.deferred")
         marker = os.path.join(k.cwd, "inside")
         if os.path.exists(marker):
@@ -138,7 +142,7 @@ def test_double_interrupts_at_any_moment_of_a_cell_magic(kernel, magic, mode, ro
         landed_rounds += _value(k, "interrupts.deferred") > before
     # Most cells end in their KeyboardInterrupt (an interrupt that lands in ipykernel's own
     # code between cells may be lost instead); enough rounds hit the protected parts.
-    assert interrupted >= rounds // 2, interrupted
+    assert interrupted >= number // 2, (interrupted, number)
     assert landed_rounds >= landed, (landed_rounds, _value(k, "interrupts.deferred") - deferred_before)
     # And the magic still works afterwards.
     status, outputs = k.run(_CELLS[magic].replace("+ 60", "+ 0.05"))

@@ -868,7 +868,9 @@ def test_progress_bars_appear_only_for_long_scans():
     bar.close()
     assert slow.getvalue() == f"\rscanning [{'#' * 15:<30}]  50% of 100 MB\n"
     widget = WidgetProgress(after=0)
-    widget(3, 4)
+    widget(3 << 20, 4 << 20)
+    assert widget.bar is None  # a small dump: never a bar (it would stay in the saved notebook)
+    widget(3 << 30, 4 << 30)
     assert type(widget.bar).__name__ == "FloatProgress" and widget.bar.value == 0.75
     widget.close()
 

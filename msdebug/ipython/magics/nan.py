@@ -39,17 +39,22 @@ NAN = Spec(
 
 
 class WidgetProgress:
-    """A progress bar (ipywidgets) for scans that last more than ``after`` seconds."""
+    """A progress bar (ipywidgets) for scans of ``at_least`` bytes that last more than ``after`` seconds.
 
-    def __init__(self, after: float = 2.0) -> None:
+    The bar stays in the saved notebook (as its text form), so whether it appears must not
+    depend on the machine's speed alone: a dump smaller than ``at_least`` never shows one.
+    """
+
+    def __init__(self, after: float = 2.0, at_least: int = 64 << 20) -> None:
         self.started = time.monotonic()
         self.after = after
+        self.at_least = at_least
         self.bar: Any = None
         self.shown = 0.0
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if self.bar is False or now - self.started < self.after or now - self.shown < 0.1:
+        if self.bar is False or total < self.at_least or now - self.started < self.after or now - self.shown < 0.1:
             return
         self.shown = now
         if self.bar is None:
