@@ -3,7 +3,7 @@
 The core is one context manager, :class:`PrintCapture` (``msdebug.capture_print()``). For
 its duration:
 
-* fd 1 points at an anonymous in-memory file (``memfd``), through ``wurlitzer.pipes``, which
+* fd 1 points at an unnamed temporary file, through ``wurlitzer.pipes``, which
   also flushes C stdio and puts fd 1 back afterwards. A file rather than a pipe: no reader
   thread, so C code that writes megabytes while holding the GIL cannot deadlock, and
   nothing is left in a pipe when the block ends;
@@ -13,7 +13,7 @@ its duration:
 
 On exit MindSpore's queue is synchronised (Print kernels of async graphs finish), the bytes
 are read back into a :class:`~msdebug.printfile.PrintLog` and shown. With ``file=`` fd 1
-points at that new file instead of the memory file, and it is read back the same way. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.ipython.hooks` and :mod:`msdebug.ipython.magics.prints`.
+points at that new file instead of the temporary file, and it is read back the same way. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.ipython.hooks` and :mod:`msdebug.ipython.magics.prints`.
 
 :class:`PrintFile` is the other use of the same plumbing: ``print_file_path`` on CPU and
 GPU, where MindSpore ignores it. Print output goes to the file, not the screen, until the
@@ -49,6 +49,11 @@ class _FdWriter(io.TextIOBase):
 
     Line-buffered on purpose: a Python line must reach fd 1 before the C++ line printed
     after it, or the two would swap; a partial line waits for its newline (or a flush).
+
+    Fast, because ``print()`` calls ``write`` once per argument, separator and end: text
+    without a newline only joins its thread's list (no lock, no system call; only the
+    thread itself touches its list, and a dict's item access is atomic), and a line costs
+    one ``write(2)`` under the lock.
     """
 
     encoding = "utf-8"
@@ -65,39 +70,50 @@ class _FdWriter(io.TextIOBase):
         self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        if not isinstance(text, str):
+        if text.__class__ is not str and not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        with self._lock:
-            self._pending.setdefault(threading.get_ident(), []).append(text)
-        if "\n" in text:
-            self._emit(whole_lines=True)
+        if "\n" not in text:
+            ident = threading.get_ident()
+            parts = self._pending.get(ident)
+            if parts is None:
+                self._pending[ident] = [text]
+            else:
+                parts.append(text)
+            return len(text)
+        self._emit(text, whole_lines=True)
         return len(text)
 
     def flush(self) -> None:
         if self._pending.get(threading.get_ident()):
-            self._emit(whole_lines=False)
+            self._emit("", whole_lines=False)
 
-    def _emit(self, whole_lines: bool) -> None:
-        """Write this thread's pending text (up to its last newline) once MindSpore's queue is done."""
-        note = _synchronize()  # not under the lock: MindSpore's own threads may print meanwhile
+    def _emit(self, text: str, whole_lines: bool) -> None:
+        """Write this thread's pending text and ``text`` (up to its last newline) to fd 1,
+        once MindSpore's queue is done."""
+        # Not under the lock: MindSpore's own threads may print meanwhile.
+        note = _synchronize() if "mindspore" in sys.modules else ""
+        ident = threading.get_ident()
+        parts = self._pending.pop(ident, None)
+        if parts:
+            parts.append(text)
+            text = "".join(parts)
+        if whole_lines:
+            cut = text.rfind("\n") + 1
+            if cut < len(text):
+                self._pending[ident] = [text[cut:]]
+                text = text[:cut]
+        data = text.encode(self.encoding, self.errors)
         with self._lock:
             if note:
                 self.notes.append(note)
-            parts = self._pending.pop(threading.get_ident(), [])
-            text = "".join(parts)
-            if whole_lines:
-                cut = text.rfind("\n") + 1
-                text, rest = text[:cut], text[cut:]
-                if rest:
-                    self._pending[threading.get_ident()] = [rest]
-            if text:
-                self.buffer.write(text.encode(self.encoding, self.errors))
+            if data:
+                self.buffer.write(data)
 
     def drain(self) -> None:
         """Write every thread's pending text to fd 1 now, without waiting for MindSpore's queue."""
         with self._lock:
-            text = "".join("".join(parts) for parts in self._pending.values())
-            self._pending.clear()
+            pending, self._pending = self._pending, {}
+            text = "".join("".join(parts) for parts in pending.values())
             if text:
                 self.buffer.write(text.encode(self.encoding, self.errors))
 
@@ -121,8 +137,9 @@ class _FdBuffer(io.RawIOBase):
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
-        while view:
-            view = view[os.write(self._fd, view) :]
+        done = os.write(self._fd, view)  # a line: one system call
+        while done < len(view):  # a partial write (a signal): the rest, in order
+            done += os.write(self._fd, view[done:])
         return len(data)
 
 
@@ -166,13 +183,13 @@ class _PrintRouter(_FdWriter):
 
 
 def _memory_file() -> BinaryIO:
-    """An anonymous file in memory (Linux memfd), or a temporary file elsewhere."""
-    if hasattr(os, "memfd_create"):
-        try:
-            return open(os.memfd_create("msdebug-print", os.MFD_CLOEXEC), "w+b")
-        except OSError:
-            pass
-    return tempfile.TemporaryFile()
+    """An unnamed temporary file (``O_TMPFILE`` where the system has it): its pages live in
+    the page cache and are dropped unwritten when it is closed.
+
+    Not a ``memfd``: shmem zeroes every page it allocates, and 50 MB of Print output went
+    through one at 0.6x the speed of a plain file (``benchmarks/bench_print.py``).
+    """
+    return tempfile.TemporaryFile(prefix="msdebug-print-")
 
 
 _MAP_FROM = 1 << 20  # below this, copying the bytes out is as cheap as mapping them
@@ -374,7 +391,7 @@ class PrintCapture:
     def _open(self) -> None:
         global _open_captures
         if self.file is not None:
-            # Straight into the new file, which is then read back like the memory file.
+            # Straight into the new file, which is then read back like the temporary file.
             self.path = resolve_print_file(self.file)
             sink = _create(self.path, "xb+")
         else:
