@@ -121,7 +121,8 @@ def check(
     if value is None and not (field.kind == "enum" and None in field.choices):
         raise error(f"{head}{name} is null; leave the key out to keep MindSpore's default.")
     if not _fits(field, value):
-        raise error(f"{head}{name} must be {allowed(field)}, got {show(value)}.")
+        hint = did_you_mean(value, [c for c in field.choices if isinstance(c, str)]) if isinstance(value, str) else ""
+        raise error(f"{head}{name} must be {allowed(field)}, got {show(value)}.{hint}")
     if field.kind == "object":
         validate(field.fields or {}, value, where, error, show=show, _prefix=f"{name}.")
     if field.rule is not None:
