@@ -223,7 +223,7 @@ BAD_CONFIGS = [
     ({"start_step": 0, "stop_step": 2}, "steps count from 1"),
     ({"start_step": "2", "stop_step": 3}, "start_step must be a step number from 1, or -1"),
     ({"start_step": 2, "stop_step": 3, "analyse_mode": 2}, "analyse_mode must be one of -1, 0, 1, got 2"),
-    ({"start_step": 2, "stop_step": 3, "profiler_level": 5}, "profiler_level must be one of -1, 0, 1, 2"),
+    ({"start_step": 2, "stop_step": 3, "profiler_level": 5}, "profiler_level must be one of 'LevelNone', 'Level0'"),
     ({"start_step": 2, "stop_step": 3, "profile_framework": 1}, "profile_framework: MindSpore 2.10.0 no longer reads"),
     ({"start_step": 2, "stop_step": 3, "with_stack": "true"}, "with_stack must be true or false"),
     ({"start_step": 2, "stop_step": 3, "export_type": ["csv"]}, "export_type must be a non-empty list of 'db', 'text'"),

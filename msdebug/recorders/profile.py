@@ -613,6 +613,8 @@ _RETIRED = {
     "timeline_limit": "it has no effect",
     "profile_framework": 'use activities ["CPU"]',
 }
+# Still read, but MindSpore warns on true (ProfilerParameters._check_deprecated_params).
+_DEPRECATED = {"hbm_ddr": "use profile_memory", "pcie": "use sys_interconnection"}
 _STEP = "a step number from 1, or -1 for never"
 
 
@@ -671,8 +673,6 @@ def config_fields() -> dict[str, Field]:
         "start_step": Field("int", low=-1, says=_STEP, required=True),
         "stop_step": Field("int", low=-1, says=_STEP, required=True),
         "analyse_mode": Field("int", choices=(-1, 0, 1)),  # _convert_analyse_mode: -1 none, 0 sync, 1 async
-        # _convert_int_profiler_level still maps -1..2 (with a warning about future versions)
-        "profiler_level": Field("enum", (-1, 0, 1, 2, *enums["ProfilerLevel"])),
         # _convert_aic_metrics takes "AiCoreNone" beside AicoreMetrics' values
         "aic_metrics": Field("enum", ("AiCoreNone", *enums["AicoreMetrics"]), ascend=True),
         "analyse": Field("bool", note="true also writes the Chrome trace"),
@@ -695,6 +695,9 @@ def _check_fields(where: str, values: Any, table: Mapping[str, Field]) -> list[s
         raise ProfilerOptionsError(f"{where}: {text}")
 
     level = values.get("profiler_level", "Level0")
+    for name, instead in _DEPRECATED.items():
+        if values.get(name) is True:
+            fail(f"{name} true is deprecated in MindSpore (it warns each time); {instead}.")
     if values.get("mstx") is not True:
         for name in ("mstx_domain_include", "mstx_domain_exclude"):
             if values.get(name):
@@ -705,6 +708,8 @@ def _check_fields(where: str, values: Any, table: Mapping[str, Field]) -> list[s
         fail("mstx_domain_include and mstx_domain_exclude cannot be set together (MindSpore drops the exclude).")
     if values.get("aic_metrics") not in (None, "None", "AiCoreNone") and level not in ("Level1", "Level2", 1, 2):
         fail('aic_metrics needs profiler_level "Level1" or "Level2" (at other levels MindSpore resets it).')
+    if values.get("aic_metrics") in ("None", "AiCoreNone") and level in ("Level1", "Level2", 1, 2):
+        fail(f"profiler_level {level!r} needs an aic_metrics other than 'None' (MindSpore uses 'PipeUtilization').")
     if values.get("record_shapes") is True and "CPU" not in values.get("activities", ["CPU"]):
         fail('record_shapes needs "CPU" in activities (without it MindSpore resets it to false).')
     start, stop = values.get("start_step"), values.get("stop_step")
