@@ -235,3 +235,127 @@ def test_the_panel_refuses_an_out_of_range_device_id_like_the_magic():
     assert "4095" in result["magic"]
     assert result["panel"] == result["magic"], result
     assert result["box"] == 0 and result["device_id"] == 0, result
+
+
+# --------------------------------------------------------------------------- profiler settings
+
+_PROFILER_AGREEMENT = """
+import json, warnings
+import mindspore
+from mindspore import log
+from mindspore.profiler.envprofiler import EnvProfiler
+from mindspore.profiler.common.profiler_parameters import ProfilerParameters
+from mindspore.profiler.common import constant
+from mindspore.profiler.dynamic_profile.dynamic_profiler_config_context import DynamicProfilerConfigContext
+from msdebug.backend.profiler import profiler_tables
+from msdebug.errors import ProfilerOptionsError
+from msdebug.recorders.profile import check_config, config_fields, option_fields, profiler_options
+
+said = []
+log.warning = lambda message, *args, **kwargs: said.append(str(message))
+
+def samples(fields, base):
+    # one valid value per field and per enum value, with what MindSpore needs beside it
+    for name, field in fields.items():
+        values = {"bool": [True, False], "str": ["/tmp/p"], "enum": list(field.choices), "int": list(field.choices),
+                  "list": [[c] for c in field.choices] or [["a", "b"]]}.get(field.kind, [])
+        for value in values:
+            if name in ("hbm_ddr", "pcie") and value is True:
+                continue  # deprecated: msdebug refuses it (a refused sample below)
+            extra = {"mstx": True} if name.startswith("mstx_domain") or value in ("LevelNone", -1) else {}
+            if name == "aic_metrics" and value not in ("None", "AiCoreNone"):
+                extra = {"profiler_level": "Level1"}
+            if value in ("Level1", "Level2", 1, 2) and name == "profiler_level":
+                extra = {"aic_metrics": "PipeUtilization"}
+            yield {**base, **extra, name: value}
+
+def mindspore_options(options):
+    said.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        params = EnvProfiler._convert_options_to_profiler_params(options)
+        kept = ProfilerParameters(**{k: v for k, v in params.items() if k not in ("start", "output_path")})
+    # every ProfilerParameters builds a default Schedule, which always says this
+    heard = [m for m in said + [str(w.message) for w in caught] if "won't be using warmup" not in m]
+    dropped = [k for k in options if k not in params]
+    def plain(value):
+        value = getattr(value, "value", value)
+        return sorted(plain(v) for v in value) if isinstance(value, (list, set)) else value
+    changed = [k for k in options if k in params and k not in ("start", "output_path")
+               and plain(getattr(kept, k)) != plain(options[k])]
+    return heard, dropped, changed
+
+def mindspore_config(config):
+    said.clear()
+    context = DynamicProfilerConfigContext(config)
+    context.args
+    return list(said), [k for k in config if k not in context.to_dict()]
+
+live = {
+    "params": {k: getattr(t, "__name__", None) or str(t) for k, (t, _) in ProfilerParameters.PARAMS.items()},
+    "enums": {name: [m.value for m in getattr(constant, name)] for name in profiler_tables()["enums"]},
+    "config": list(DynamicProfilerConfigContext({}).to_dict()),
+}
+read = profiler_tables()
+out = {"tables": [read["params"] == {k: v if v in ("bool", "str", "list") or v in read["enums"] else read["params"][k]
+                                     for k, v in live["params"].items()},
+                  {k: list(v) for k, v in read["enums"].items()} == live["enums"],
+                  list(read["config"]) == live["config"]]}
+base = {"start": True, "output_path": "/tmp/p"}
+out["accepted"] = []
+for options in samples({k: f for k, f in option_fields().items() if k not in base}, base):
+    profiler_options(apply=False, **options)
+    out["accepted"].append([options, *mindspore_options(options)])
+out["refused"] = []
+for change in ({"profiler_level": "Level9"}, {"aic_metrics": "AiCoreNone"}, {"activities": ["TPU"]},
+               {"export_type": "csv"}, {"host_sys": ["gpu"]}, {"mstx_domain_include": ["a"]},
+               {"profiler_level": "LevelNone"}, {"aic_metrics": "Memory"},
+               {"profiler_level": "Level2", "aic_metrics": "None"}, {"op_time": True}, {"aicore_metrics": 1}, {"pcie": True},
+               {"record_shapes": True, "activities": ["NPU"]}, {"ouput_path": "/tmp/q"},
+               {"mstx": True, "mstx_domain_include": ["a"], "mstx_domain_exclude": ["b"]}):
+    options = {**base, **change}
+    try:
+        profiler_options(apply=False, **options)
+        out["refused"].append([options, "accepted"])
+    except ProfilerOptionsError as error:
+        out["refused"].append([options, str(error), *mindspore_options(options)])
+steps = {"start_step": 2, "stop_step": 3}
+out["config_accepted"] = []
+for config in samples({k: f for k, f in config_fields().items() if k not in steps}, steps):
+    check_config(config)
+    out["config_accepted"].append([config, *mindspore_config(config)])
+out["config_refused"] = []
+for change in ({"profiler_level": "Level9"}, {"aic_metrics": "Nothing"}, {"activities": ["TPU"]},
+               {"export_type": ["csv"]}, {"with_stack": "true"}, {"prof_path": 3}, {"profile_framework": 1},
+               {"mstx_domain_include": "a"}, {"analyse_mode": "sync"}):
+    config = {**steps, **change}
+    try:
+        check_config(config)
+        out["config_refused"].append([config, "accepted"])
+    except ProfilerOptionsError as error:
+        out["config_refused"].append([config, str(error), *mindspore_config(config)])
+print(json.dumps(out))
+"""
+
+
+def test_profiler_settings_agree_with_mindspore_s_own_parsers():
+    # MindSpore's tables as msdebug reads them (without importing) are MindSpore's live ones; every
+    # option and profiler_config.json value msdebug accepts, MindSpore's EnvProfiler/ProfilerParameters
+    # and DynamicProfilerConfigContext take without a warning and keep; every value of a sample msdebug
+    # refuses, MindSpore drops, resets or warns about.
+    result = _result(_PROFILER_AGREEMENT)
+    assert result["tables"] == [True, True, True]
+    names = {name for options, *_ in result["accepted"] for name in options}
+    assert {"mstx_domain_include", "mstx_domain_exclude", "host_sys", "aic_metrics", "export_type"} <= names
+    for options, heard, dropped, changed in result["accepted"]:
+        assert (heard, dropped, changed) == ([], [], []), options
+    for options, verdict, *mindspore in result["refused"]:
+        assert verdict != "accepted" and "\n" not in verdict, options
+        heard, dropped, changed = mindspore
+        assert heard or dropped or changed, (options, verdict)
+    for config, heard, dropped in result["config_accepted"]:
+        assert (heard, dropped) == ([], []), config
+    for config, verdict, *mindspore in result["config_refused"]:
+        assert verdict != "accepted" and "\n" not in verdict, config
+        heard, dropped = mindspore
+        assert heard or dropped, (config, verdict)

@@ -63,7 +63,7 @@ BAD_CONFIGS = [
         "unknown key sys.mem_Reuse (MindSpore would ignore it); sys takes mem_reuse. Did you mean 'mem_reuse'?",
     ),
     ({"sys": {"mem_reuse": "no"}}, 'sys.mem_reuse must be true or false (a JSON boolean), got "no".'),
-    ({"rdr": [True, 2]}, "'rdr' must be an object, got [true, 2]."),
+    ({"rdr": [True, 2]}, "rdr must be an object, got [true, 2]."),
     ([{"rdr": {}}], "the top level must be a JSON object {...}, got list."),
 ]
 

@@ -195,17 +195,25 @@ BAD_OPTIONS = [
     ({"output_path": "/tmp/x"}, "start is required"),
     ({"start": "yes"}, "start must be true or false, got 'yes'"),
     ({"start": True, "output_path": "rel/dir"}, "output_path must be an absolute path"),
-    ({"start": True, "op_time": 1}, "op_time must be true or false"),
-    ({"start": True, "aicore_metrics": 9}, "aicore_metrics must be one of -1, 0, 1, 2, 3, 4, 5, got 9"),
-    ({"start": True, "op_time": False, "profile_memory": True}, "profile_memory needs op_time true"),
-    ({"start": True, "op_time": False, "timeline_limit": 100}, "timeline_limit needs op_time true"),
-    ({"start": True, "op_time": False, "profile_communication": True}, "profile_communication needs op_time"),
-    ({"start": True, "op_time": False, "aicore_metrics": 1}, "aicore_metrics needs op_time true"),
-    ({"start": True, "timeline_limit": 0}, "timeline_limit must be a whole number of MB from 1"),
-    ({"start": True, "profile_framework": "some"}, "profile_framework must be one of 'all', 'time', null"),
+    ({"start": True, "op_time": True}, 'op_time: MindSpore 2.10.0 no longer reads it; use activities ["NPU"]'),
+    ({"start": True, "aicore_metrics": 1}, "aicore_metrics: MindSpore 2.10.0 no longer reads it; use aic_metrics."),
+    ({"start": True, "timeline_limit": 100}, "timeline_limit: MindSpore 2.10.0 no longer reads it"),
+    ({"start": True, "profile_framework": "all"}, "profile_framework: MindSpore 2.10.0 no longer reads it; use activ"),
     ({"start": True, "profiler_level": "Level9"}, "profiler_level must be one of 'LevelNone'"),
-    ({"start": True, "activities": ["TPU"]}, "activities must be a non-empty list of 'CPU', 'NPU', 'GPU'"),
-    ({"start": True, "ouput_path": "/tmp"}, "unknown field 'ouput_path' Did you mean 'output_path'?"),
+    ({"start": True, "profiler_level": "LevelNone"}, 'profiler_level "LevelNone" needs mstx true'),
+    ({"start": True, "activities": ["TPU"]}, "activities must be a non-empty list of 'NPU', 'GPU', 'CPU'"),
+    ({"start": True, "aic_metrics": "AiCoreNone"}, "aic_metrics must be one of 'PipeUtilization'"),
+    ({"start": True, "aic_metrics": "Memory"}, 'aic_metrics needs profiler_level "Level1" or "Level2"'),
+    ({"start": True, "record_shapes": True, "activities": ["NPU"]}, 'record_shapes needs "CPU" in activities'),
+    ({"start": True, "mstx_domain_include": ["a"]}, "mstx_domain_include needs mstx true"),
+    (
+        {"start": True, "mstx": True, "mstx_domain_include": ["a"], "mstx_domain_exclude": ["b"]},
+        "cannot be set together",
+    ),
+    ({"start": True, "mstx": True, "mstx_domain_include": [""]}, "mstx_domain_include must be a list of non-empty str"),
+    ({"start": True, "export_type": "text"}, "export_type must be a non-empty list of 'db', 'text'"),
+    ({"start": True, "ouput_path": "/tmp"}, "unknown key ouput_path (MindSpore would ignore it)"),
+    ({"start": True, "ouput_path": "/tmp"}, "Did you mean 'output_path'?"),
 ]
 
 BAD_CONFIGS = [
@@ -215,12 +223,14 @@ BAD_CONFIGS = [
     ({"start_step": 0, "stop_step": 2}, "steps count from 1"),
     ({"start_step": "2", "stop_step": 3}, "start_step must be a step number from 1, or -1"),
     ({"start_step": 2, "stop_step": 3, "analyse_mode": 2}, "analyse_mode must be one of -1, 0, 1, got 2"),
-    ({"start_step": 2, "stop_step": 3, "profiler_level": 5}, "profiler_level must be one of -1, 0, 1, 2"),
-    ({"start_step": 2, "stop_step": 3, "profile_framework": 3}, "profile_framework must be one of -1, 0, 1"),
+    ({"start_step": 2, "stop_step": 3, "profiler_level": 5}, "profiler_level must be one of 'LevelNone', 'Level0'"),
+    ({"start_step": 2, "stop_step": 3, "profile_framework": 1}, "profile_framework: MindSpore 2.10.0 no longer reads"),
     ({"start_step": 2, "stop_step": 3, "with_stack": "true"}, "with_stack must be true or false"),
-    ({"start_step": 2, "stop_step": 3, "export_type": ["csv"]}, "export_type must be a non-empty list of 'text'"),
+    ({"start_step": 2, "stop_step": 3, "export_type": ["csv"]}, "export_type must be a non-empty list of 'db', 'text'"),
+    ({"start_step": 2, "stop_step": 3, "host_sys": ["gpu"]}, "host_sys must be a list of 'cpu', 'mem'"),
+    ({"start_step": 2, "stop_step": 3, "mstx_domain_exclude": ["a"]}, "mstx_domain_exclude needs mstx true"),
     ({"start_step": 2, "stop_step": 3, "strat_step": 2}, "Did you mean 'start_step'?"),
-    ([1, 2], "must hold a JSON object"),
+    ([1, 2], "the top level must be a JSON object"),
 ]
 
 
@@ -263,14 +273,15 @@ def test_a_config_file_that_is_not_json(tmp_path):
 def test_profiler_options_set_late_give_the_first_cell():
     import mindspore  # noqa: F401 - the point: it is imported already
 
-    options = profiler_options(start=True, output_path="/tmp/msprof", aicore_metrics=1)
+    options = profiler_options(start=True, output_path="/tmp/msprof", mstx=True, mstx_domain_include=["a"])
     assert json.loads(os.environ["MS_PROFILER_OPTIONS"]) == {
         "start": True,
         "output_path": "/tmp/msprof",
-        "aicore_metrics": 1,
+        "mstx": True,
+        "mstx_domain_include": ["a"],
     }
     text = repr(options)
-    assert "already imported" in text and "aicore_metrics applies only on Ascend" in text
+    assert "already imported" in text and "mstx_domain_include applies only on Ascend" in text
     assert options.first_cell.startswith("%env MS_PROFILER_OPTIONS={") and "import mindspore" in options.first_cell
 
 

@@ -15,9 +15,11 @@ from the device manager instead, which fixes nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from ..errors import ProfilerError
@@ -226,3 +228,86 @@ def quiet_logs(keep: io.StringIO) -> Iterator[None]:
     finally:
         for handler, stream in swapped:
             handler.setStream(stream)
+
+
+# MindSpore 2.10's tables, for an installed MindSpore whose sources do not have them where 2.10 does.
+_TABLES_2_10 = {
+    "params": {
+        "output_path": "str", "profiler_level": "ProfilerLevel", "activities": "list", "aic_metrics": "AicoreMetrics",
+        "with_stack": "bool", "profile_memory": "bool", "data_process": "bool", "parallel_strategy": "bool",
+        "start_profile": "bool", "l2_cache": "bool", "hbm_ddr": "bool", "pcie": "bool", "sys_io": "bool",
+        "sys_interconnection": "bool", "host_sys": "list", "sync_enable": "bool", "data_simplification": "bool",
+        "record_shapes": "bool", "export_type": "list", "mstx": "bool", "mstx_domain_include": "list",
+        "mstx_domain_exclude": "list", "schedule": "Schedule", "on_trace_ready": "Optional[Callable[..., Any]]",
+    },
+    "enums": {
+        "ProfilerLevel": ("LevelNone", "Level0", "Level1", "Level2"),
+        "ProfilerActivity": ("NPU", "GPU", "CPU"),
+        "AicoreMetrics": (
+            "PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
+            "L2Cache", "MemoryAccess", "None",
+        ),
+        "ExportType": ("db", "text"),
+        "HostSystem": ("cpu", "mem", "disk", "network", "osrt"),
+    },
+    "config": (
+        "start_step", "stop_step", "aic_metrics", "profiler_level", "analyse_mode", "activities", "export_type",
+        "profile_memory", "mstx", "parallel_strategy", "with_stack", "data_simplification", "l2_cache", "analyse",
+        "record_shapes", "prof_path", "mstx_domain_include", "mstx_domain_exclude", "sys_io", "sys_interconnection",
+        "host_sys", "is_valid",
+    ),
+}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def profiler_tables() -> dict:
+    """MindSpore's own tables for its profiler's settings, read from the installed sources with
+    ``ast``, without running them: ``import mindspore`` starts the profiler that ``MS_PROFILER_OPTIONS``
+    asks for, so the options must be checked before it.
+
+    ``params``: ``ProfilerParameters.PARAMS`` (``common/profiler_parameters.py``), name -> type
+    name, the fields ``EnvProfiler`` reads from ``MS_PROFILER_OPTIONS``; ``enums``: the values of
+    the enums in ``common/constant.py``; ``config``: the keys ``DynamicProfilerConfigContext.to_dict``
+    writes to ``profiler_config.json`` (``dynamic_profile/dynamic_profiler_config_context.py``).
+    Where a file is missing or has changed shape, 2.10's table stands in for it.
+    """
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("mindspore")  # finds the package without importing it
+    root = Path(next(iter(spec.submodule_search_locations or ()), "")) / "profiler" if spec else None
+
+    def parse(relative: str) -> ast.Module | None:
+        try:
+            return ast.parse((root / relative).read_text(encoding="utf-8")) if root else None
+        except (OSError, SyntaxError, ValueError):
+            return None
+
+    def classes(tree: ast.Module | None) -> dict[str, ast.ClassDef]:
+        return {node.name: node for node in (tree.body if tree else ()) if isinstance(node, ast.ClassDef)}
+
+    tables = {key: dict(value) if isinstance(value, dict) else value for key, value in _TABLES_2_10.items()}
+    for node in classes(parse("common/profiler_parameters.py")).get("ProfilerParameters", ast.ClassDef()).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and "PARAMS" in ast.unparse(node).split("=")[0]:
+            if isinstance(node.value, ast.Dict):
+                tables["params"] = {
+                    ast.literal_eval(k): ast.unparse(v.elts[0])
+                    for k, v in zip(node.value.keys, node.value.values, strict=True)
+                }
+    enums = {
+        name: tuple(
+            ast.literal_eval(item.value)
+            for item in node.body
+            if isinstance(item, ast.Assign) and isinstance(item.value, ast.Constant)
+        )
+        for name, node in classes(parse("common/constant.py")).items()
+        if any(ast.unparse(base) == "Enum" for base in node.bases)
+    }
+    tables["enums"].update({name: values for name, values in enums.items() if name in tables["enums"]})
+    context = classes(parse("dynamic_profile/dynamic_profiler_config_context.py")).get("DynamicProfilerConfigContext")
+    for node in ast.walk(context) if context else ():
+        if isinstance(node, ast.FunctionDef) and node.name == "to_dict":
+            returned = next((n.value for n in ast.walk(node) if isinstance(n, ast.Return)), None)
+            if isinstance(returned, ast.Dict):
+                tables["config"] = tuple(ast.literal_eval(key) for key in returned.keys)
+    return tables

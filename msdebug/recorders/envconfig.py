@@ -26,6 +26,7 @@ from .. import backend as _backend
 from ..errors import InvalidValueError, MsDebugError, echo
 from ..files import MiB, read_regular, refuse_special
 from ..keys import did_you_mean, load_json, version_tuple
+from ..schema import Field, check, validate
 
 __all__ = [
     "ENV_VARS",
@@ -42,7 +43,6 @@ __all__ = [
 
 LAST_RDR_VERSION = (2, 7, 0)
 ENV_VARS = {"enable": "MS_RDR_ENABLE", "mode": "MS_RDR_MODE", "path": "MS_RDR_PATH"}
-KEYS = {"rdr": ("enable", "mode", "path"), "sys": ("mem_reuse",)}
 DEFAULTS = {"rdr.enable": False, "rdr.mode": 1, "rdr.path": "(the working directory)", "sys.mem_reuse": True}
 MODES = {1: "exceptional: export when a run fails", 2: "normal: export after each compile and at exit, and on failure"}
 _PATH_CHARS = re.compile(r"^[A-Za-z0-9_./-]+$")
@@ -100,21 +100,27 @@ def check_path(value: Any, what: str = "rdr.path") -> str:
     return value if value.endswith("/") else value + "/"
 
 
-def _check_bool(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise EnvConfigError(f"{what} must be true or false (a JSON boolean), got {_show(value)}.")
+_BOOL = Field("bool", says="true or false (a JSON boolean)")
+# MindSpore's EnvConfigParser (mindspore/ccsrc/utils/env_config_parser.cc) has no table in Python:
+# the sections and keys it reads, 1.6 to 2.7.0.
+SPEC = {
+    "rdr": Field(
+        "object",
+        fields={
+            "enable": _BOOL,
+            "mode": Field("int", choices=tuple(MODES), says=f"1 ({MODES[1]}) or 2 ({MODES[2]})"),
+            "path": Field(
+                "str", rule=lambda value, name: check_path(value, name), says="a string (an absolute directory)"
+            ),
+        },
+    ),
+    "sys": Field("object", fields={"mem_reuse": _BOOL}),
+}
+
+
+def _checked(section: str, key: str, value: Any) -> Any:
+    check(SPEC[section].fields[key], value, f"{section}.{key}", error=EnvConfigError, show=_show)
     return value
-
-
-def _check_mode(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in MODES:
-        raise EnvConfigError(f"rdr.mode must be 1 ({MODES[1]}) or 2 ({MODES[2]}), got {_show(value)}.")
-    return value
-
-
-def _key(key: str) -> str:
-    """A key from the file as a message names it: as it is when printable and short, else quoted."""
-    return key if key.isprintable() and len(key) <= 40 else echo(key, limit=40)
 
 
 def _show(value: Any) -> str:
@@ -180,10 +186,10 @@ class EnvConfig:
         rdr_path: str | os.PathLike | None = None,
         mem_reuse: bool | None = None,
     ) -> None:
-        self.rdr_enable = None if rdr_enable is None else _check_bool(rdr_enable, "rdr.enable")
-        self.rdr_mode = None if rdr_mode is None else _check_mode(rdr_mode)
+        self.rdr_enable = None if rdr_enable is None else _checked("rdr", "enable", rdr_enable)
+        self.rdr_mode = None if rdr_mode is None else _checked("rdr", "mode", rdr_mode)
         self.rdr_path = None if rdr_path is None else check_path(rdr_path)
-        self.mem_reuse = None if mem_reuse is None else _check_bool(mem_reuse, "sys.mem_reuse")
+        self.mem_reuse = None if mem_reuse is None else _checked("sys", "mem_reuse", mem_reuse)
         self.path: Path | None = None  # the file it was read from or last written to
         self.ignored_sections: tuple[str, ...] = ()
 
@@ -194,26 +200,8 @@ class EnvConfig:
         """Validate a parsed env_config.json. Unknown keys inside ``rdr`` and ``sys`` are
         errors (MindSpore would silently ignore a misspelt key); unknown sections are kept
         in :attr:`ignored_sections`, as MindSpore ignores them."""
-        if not isinstance(data, dict):
-            raise EnvConfigError(f"{where}: the top level must be a JSON object {{...}}, got {type(data).__name__}.")
-        values: dict[str, Any] = {}
-        for section, keys in KEYS.items():
-            if section not in data:
-                continue
-            body = data[section]
-            if not isinstance(body, dict):
-                raise EnvConfigError(f"{where}: {section!r} must be an object, got {_show(body)}.")
-            for key, value in body.items():
-                if key not in keys:
-                    raise EnvConfigError(
-                        f"{where}: unknown key {section}.{_key(key)} (MindSpore would ignore it); "
-                        f"{section} takes {', '.join(keys)}." + did_you_mean(key, keys)
-                    )
-                if value is None:  # EnvConfig takes None for "not set": say so rather than drop it
-                    raise EnvConfigError(
-                        f"{where}: {section}.{key} is null; leave the key out to keep MindSpore's default."
-                    )
-                values[f"{section}.{key}"] = value
+        validate(SPEC, data, where, EnvConfigError, extra="keep", show=_show)
+        values = {f"{section}.{key}": value for section in SPEC for key, value in data.get(section, {}).items()}
         try:
             config = cls(
                 rdr_enable=values.get("rdr.enable"),
@@ -223,7 +211,7 @@ class EnvConfig:
             )
         except EnvConfigError as error:
             raise EnvConfigError(f"{where}: {error}") from None
-        config.ignored_sections = tuple(name for name in data if name not in KEYS)
+        config.ignored_sections = tuple(name for name in data if name not in SPEC)
         return config
 
     @classmethod

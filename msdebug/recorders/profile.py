@@ -29,8 +29,9 @@ from typing import Any
 
 from .. import interrupts
 from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, RankMark, compare, find_runs, rank_marks, read_profile
-from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError, did_you_mean
+from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError
 from ..files import read_regular, refuse_special
+from ..schema import Field, validate
 
 __all__ = [
     "ComparisonReport",
@@ -595,141 +596,133 @@ def ProfileEpochs(start: int, stop: int, output=None, timeline: bool = False, to
 # --------------------------------------------------------------------------- option tables
 
 
-@dataclass(frozen=True)
-class _Field:
-    kind: str  # bool, int, str, path, list, enum, level
-    allowed: tuple = ()
-    ascend: bool = False
-    needs_op_time: bool = False
-    note: str = ""
-
-
-_AIC_INT = (-1, 0, 1, 2, 3, 4, 5)
-_AIC_NAMES = (
-    "AiCoreNone",
-    "PipeUtilization",
-    "ArithmeticUtilization",
-    "Memory",
-    "MemoryL0",
-    "MemoryUB",
-    "ResourceConflictRatio",
-    "L2Cache",
-    "MemoryAccess",
-)
-_LEVELS = ("LevelNone", "Level0", "Level1", "Level2")
-_ACTIVITIES = ("CPU", "NPU", "GPU")
-_HOST_SYS = ("cpu", "mem", "disk", "network", "osrt")
-
-# MS_PROFILER_OPTIONS: the guide's fields, then the 2.10 profile() parameters it also reads.
-OPTION_FIELDS: dict[str, _Field] = {
-    "start": _Field("bool", note="required: true starts profiling at import mindspore"),
-    "output_path": _Field("path"),
-    "op_time": _Field("bool"),
-    "profile_memory": _Field("bool", ascend=True, needs_op_time=True),
-    "profile_communication": _Field("bool", ascend=True, needs_op_time=True),
-    "aicore_metrics": _Field("int", _AIC_INT, ascend=True, needs_op_time=True),
-    "l2_cache": _Field("bool", ascend=True),
-    "timeline_limit": _Field("positive", needs_op_time=True),
-    "data_process": _Field("bool"),
-    "parallel_strategy": _Field("bool"),
-    "profile_framework": _Field("enum", ("all", "time", None)),
-    "profiler_level": _Field("enum", _LEVELS),
-    "activities": _Field("list", _ACTIVITIES),
-    "aic_metrics": _Field("enum", _AIC_NAMES, ascend=True),
-    "with_stack": _Field("bool"),
-    "data_simplification": _Field("bool"),
-    "record_shapes": _Field("bool"),
-    "export_type": _Field("list", ("text", "db")),
-    "mstx": _Field("bool", ascend=True),
-    "sync_enable": _Field("bool"),
-    "hbm_ddr": _Field("bool", ascend=True),
-    "pcie": _Field("bool", ascend=True),
-    "sys_io": _Field("bool", ascend=True),
-    "sys_interconnection": _Field("bool", ascend=True),
-    "host_sys": _Field("subset", _HOST_SYS, ascend=True),
-    "start_profile": _Field("bool"),
+# Which settings apply only on Ascend (MindSpore's profiler guide): a note, not a refusal, on CPU.
+_ASCEND = {
+    "profile_memory", "aic_metrics", "l2_cache", "mstx", "hbm_ddr", "pcie", "sys_io", "sys_interconnection",
+    "host_sys", "mstx_domain_include", "mstx_domain_exclude",
+}  # fmt: skip
+# The list fields EnvProfiler converts item by item, and to which enum (envprofiler.py,
+# _convert_options_to_profiler_params); DynamicProfilerConfigContext converts the same ones.
+_LIST_ENUMS = {"activities": "ProfilerActivity", "host_sys": "HostSystem", "export_type": "ExportType"}
+# Fields of the profiler guide before 2.5 that 2.10 no longer reads (EnvProfiler and the
+# dynamic monitor drop them silently); what replaces them is ProfilerParameters' deprecation text.
+_RETIRED = {
+    "op_time": 'use activities ["NPU"] (and ["CPU"] for the host side)',
+    "profile_communication": 'use profiler_level "Level1" or "Level2"',
+    "aicore_metrics": "use aic_metrics",
+    "timeline_limit": "it has no effect",
+    "profile_framework": 'use activities ["CPU"]',
 }
-
-# profiler_config.json of DynamicProfilerMonitor: the guide's fields, then the ones 2.10 writes.
-CONFIG_FIELDS: dict[str, _Field] = {
-    "start_step": _Field("step"),
-    "stop_step": _Field("step"),
-    "aicore_metrics": _Field("int", _AIC_INT, ascend=True),
-    "profiler_level": _Field("level", (-1, 0, 1, 2, *_LEVELS)),
-    "profile_framework": _Field("int", (-1, 0, 1)),
-    "analyse_mode": _Field("int", (-1, 0, 1)),
-    "profile_communication": _Field("bool", ascend=True),
-    "parallel_strategy": _Field("bool"),
-    "with_stack": _Field("bool"),
-    "data_simplification": _Field("bool"),
-    "aic_metrics": _Field("enum", (*_AIC_NAMES, "None"), ascend=True),
-    "activities": _Field("list", _ACTIVITIES),
-    "export_type": _Field("list", ("text", "db")),
-    "profile_memory": _Field("bool", ascend=True),
-    "mstx": _Field("bool", ascend=True),
-    "l2_cache": _Field("bool", ascend=True),
-    "analyse": _Field("bool", note="true also writes the Chrome trace"),
-    "record_shapes": _Field("bool"),
-    "prof_path": _Field("str"),
-    "mstx_domain_include": _Field("strings", ascend=True),
-    "mstx_domain_exclude": _Field("strings", ascend=True),
-    "host_sys": _Field("subset", _HOST_SYS, ascend=True),
-    "sys_io": _Field("bool", ascend=True),
-    "sys_interconnection": _Field("bool", ascend=True),
-    "is_valid": _Field("bool", note="MindSpore ignores the file until this is true"),
-}
+# Still read, but MindSpore warns on true (ProfilerParameters._check_deprecated_params).
+_DEPRECATED = {"hbm_ddr": "use profile_memory", "pcie": "use sys_interconnection"}
+_STEP = "a step number from 1, or -1 for never"
 
 
-def _check_field(where: str, name: str, value: Any, spec: _Field) -> None:
-    def fail(allowed: str) -> None:
-        raise ProfilerOptionsError(f"{where}: {name} must be {allowed}, got {value!r}.")
-
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if spec.kind == "bool" and not isinstance(value, bool):
-        fail("true or false")
-    elif spec.kind == "int" and (not is_int or value not in spec.allowed):
-        fail("one of " + ", ".join(map(str, spec.allowed)))
-    elif spec.kind == "step" and (not is_int or value < -1):
-        fail("a step number from 1, or -1 for never")
-    elif spec.kind == "positive" and (not is_int or value < 1):
-        fail("a whole number of MB from 1")
-    elif spec.kind == "str" and not isinstance(value, str):
-        fail("a string")
-    elif spec.kind == "path" and (not isinstance(value, str) or not os.path.isabs(value)):
-        fail("an absolute path (MindSpore resolves it in the training process, not here)")
-    elif spec.kind in ("enum", "level") and value not in spec.allowed:
-        fail("one of " + ", ".join("null" if item is None else repr(item) for item in spec.allowed))
-    elif spec.kind in ("list", "subset"):
-        items = value if isinstance(value, list) else None
-        if items is None or (spec.kind == "list" and not items) or any(item not in spec.allowed for item in items):
-            fail(("a non-empty list of " if spec.kind == "list" else "a list of ") + ", ".join(map(repr, spec.allowed)))
-    elif spec.kind == "strings" and (not isinstance(value, list) or not all(isinstance(i, str) for i in value)):
-        fail("a list of strings")
+def _field(name: str, kind: str, enums: Mapping[str, tuple]) -> Field:
+    """The field for a MindSpore parameter of type ``kind`` (its name in ProfilerParameters.PARAMS)."""
+    ascend = name in _ASCEND
+    if kind in enums:
+        return Field("enum", enums[kind], ascend=ascend)
+    if name in _LIST_ENUMS:
+        return Field("list", enums[_LIST_ENUMS[name]], nonempty=name != "host_sys", ascend=ascend)
+    if kind == "list":
+        return Field("list", items="str", ascend=ascend)
+    if kind == "str":
+        return Field("str", rule=_absolute) if name == "output_path" else Field("str")
+    return Field(kind, ascend=ascend)  # bool
 
 
-def _check_fields(where: str, values: Mapping[str, Any], table: Mapping[str, _Field]) -> list[str]:
-    """Raise on the first bad field; return the notes on fields that apply only on Ascend."""
-    for name, value in values.items():
-        if name not in table:
-            raise ProfilerOptionsError(
-                f"{where}: unknown field {name!r}{did_you_mean(name, table)} (fields: {', '.join(table)})."
-            )
-        _check_field(where, name, value, table[name])
-    if "op_time" in table and values.get("op_time", True) is False:
-        for name, spec in table.items():
-            if spec.needs_op_time and name in values and values[name] not in (False, -1, 0):
-                raise ProfilerOptionsError(f"{where}: {name} needs op_time true, but op_time is false.")
+def _absolute(value: str, name: str) -> None:
+    if not os.path.isabs(value):
+        raise ProfilerOptionsError(
+            f"{name} must be an absolute path (MindSpore resolves it in the training process, not here), got {value!r}."
+        )
+
+
+def _retired(version: str | None) -> dict[str, Field]:
+    return {
+        name: Field("retired", says=f"MindSpore {version or '2.10'} no longer reads it; {instead}.")
+        for name, instead in _RETIRED.items()
+    }
+
+
+def option_fields() -> dict[str, Field]:
+    """What ``MS_PROFILER_OPTIONS`` takes: ``start`` and ``output_path``, which EnvProfiler reads
+    itself, then every ``ProfilerParameters.PARAMS`` entry that JSON can hold (not ``schedule``
+    nor ``on_trace_ready``), with the enums of the installed MindSpore."""
+    from ..backend import installed_version
+    from ..backend.profiler import profiler_tables
+
+    tables = profiler_tables()
+    fields = {"start": Field("bool", required=True)}
+    for name, kind in tables["params"].items():
+        if kind in ("bool", "str", "list") or kind in tables["enums"]:
+            fields[name] = _field(name, kind, tables["enums"])
+    return {**fields, **_retired(installed_version())}
+
+
+def config_fields() -> dict[str, Field]:
+    """What ``profiler_config.json`` takes: the keys DynamicProfilerConfigContext writes, typed
+    as in ProfilerParameters, and its own (steps, analyse_mode, analyse, prof_path, is_valid)."""
+    from ..backend import installed_version
+    from ..backend.profiler import profiler_tables
+
+    tables = profiler_tables()
+    enums = tables["enums"]
+    own = {
+        "start_step": Field("int", low=-1, says=_STEP, required=True),
+        "stop_step": Field("int", low=-1, says=_STEP, required=True),
+        "analyse_mode": Field("int", choices=(-1, 0, 1)),  # _convert_analyse_mode: -1 none, 0 sync, 1 async
+        # _convert_aic_metrics takes "AiCoreNone" beside AicoreMetrics' values
+        "aic_metrics": Field("enum", ("AiCoreNone", *enums["AicoreMetrics"]), ascend=True),
+        "analyse": Field("bool", note="true also writes the Chrome trace"),
+        "prof_path": Field("str"),
+        "is_valid": Field("bool", note="MindSpore ignores the file until this is true"),
+    }
+    fields = {}
+    for name in tables["config"]:
+        kind = tables["params"].get(name)
+        fields[name] = own.get(name) or _field(name, kind or "bool", enums)
+    return {**fields, **_retired(installed_version())}
+
+
+def _check_fields(where: str, values: Any, table: Mapping[str, Field]) -> list[str]:
+    """Raise on the first bad field or a combination MindSpore would reset (its
+    ProfilerParameters._handle_compatibility); return the notes on fields that apply only on Ascend."""
+    validate(table, values, where, ProfilerOptionsError)
+
+    def fail(text: str) -> None:
+        raise ProfilerOptionsError(f"{where}: {text}")
+
+    level = values.get("profiler_level", "Level0")
+    for name, instead in _DEPRECATED.items():
+        if values.get(name) is True:
+            fail(f"{name} true is deprecated in MindSpore (it warns each time); {instead}.")
+    if values.get("mstx") is not True:
+        for name in ("mstx_domain_include", "mstx_domain_exclude"):
+            if values.get(name):
+                fail(f"{name} needs mstx true (without it MindSpore resets it to []).")
+        if level in ("LevelNone", -1):
+            fail('profiler_level "LevelNone" needs mstx true (without it MindSpore uses "Level0").')
+    if values.get("mstx_domain_include") and values.get("mstx_domain_exclude"):
+        fail("mstx_domain_include and mstx_domain_exclude cannot be set together (MindSpore drops the exclude).")
+    if values.get("aic_metrics") not in (None, "None", "AiCoreNone") and level not in ("Level1", "Level2", 1, 2):
+        fail('aic_metrics needs profiler_level "Level1" or "Level2" (at other levels MindSpore resets it).')
+    if values.get("aic_metrics") in ("None", "AiCoreNone") and level in ("Level1", "Level2", 1, 2):
+        fail(f"profiler_level {level!r} needs an aic_metrics other than 'None' (MindSpore uses 'PipeUtilization').")
+    if values.get("record_shapes") is True and "CPU" not in values.get("activities", ["CPU"]):
+        fail('record_shapes needs "CPU" in activities (without it MindSpore resets it to false).')
     start, stop = values.get("start_step"), values.get("stop_step")
     if isinstance(start, int) and isinstance(stop, int) and -1 not in (start, stop) and stop < start:
-        raise ProfilerOptionsError(f"{where}: stop_step ({stop}) must be >= start_step ({start}).")
+        fail(f"stop_step ({stop}) must be >= start_step ({start}).")
     if (start == -1) != (stop == -1) and start is not None and stop is not None:
-        raise ProfilerOptionsError(f"{where}: start_step and stop_step must both be -1 (off) or both be steps.")
+        fail("start_step and stop_step must both be -1 (off) or both be steps.")
     if start == 0 or stop == 0:
-        raise ProfilerOptionsError(f"{where}: steps count from 1 (the first training step is 1); 0 never matches.")
+        fail("steps count from 1 (the first training step is 1); 0 never matches.")
     return [
         f"{name} applies only on Ascend; on CPU it is ignored."
         for name, spec in table.items()
-        if spec.ascend and name in values and values[name] not in (False, -1, None, [], "AiCoreNone", "None")
+        if spec.ascend and name in values and values[name] not in (False, None, [], "AiCoreNone", "None")
     ]
 
 
@@ -773,9 +766,7 @@ def profiler_options(apply: bool = True, **values: Any) -> ProfilerOptions:
     """
     from ..backend import is_imported
 
-    if "start" not in values:
-        raise ProfilerOptionsError("MS_PROFILER_OPTIONS: start is required (true to profile, false to not).")
-    notes = _check_fields("MS_PROFILER_OPTIONS", values, OPTION_FIELDS)
+    notes = _check_fields("MS_PROFILER_OPTIONS", values, option_fields())
     result = ProfilerOptions(values=dict(values), applied=False, notes=notes)
     if apply:
         os.environ["MS_PROFILER_OPTIONS"] = result.json
@@ -797,12 +788,7 @@ def profiler_options(apply: bool = True, **values: Any) -> ProfilerOptions:
 
 def check_config(values: Any, where: str = "profiler_config.json") -> list[str]:
     """Validate a ``profiler_config.json`` dictionary; returns the Ascend-only notes."""
-    if not isinstance(values, dict):
-        raise ProfilerOptionsError(f"{where}: must hold a JSON object, got {type(values).__name__}.")
-    for name in ("start_step", "stop_step"):
-        if name not in values:
-            raise ProfilerOptionsError(f"{where}: {name} is required (a step from 1, or -1 for never).")
-    return _check_fields(where, values, CONFIG_FIELDS)
+    return _check_fields(where, values, config_fields())
 
 
 def read_config(path: str | os.PathLike) -> dict:
