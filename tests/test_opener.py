@@ -39,7 +39,10 @@ def _collected(read: Callable[[Path, list[str]], object]) -> Callable[[Path], No
 
     def call(path: Path) -> None:
         problems: list[str] = []
-        read(path, problems)
+        try:
+            read(path, problems)
+        except MsDebugError as error:  # a reader that walks many files never stops at one
+            raise AssertionError(f"raised instead of collecting: {error}") from None
         if problems:
             assert len(problems) == 1, problems
             raise MsDebugError(problems[0])
