@@ -178,3 +178,74 @@ def test_readers_never_render_at_import_time():
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and node.module and "views" in node.module:
                 pytest.fail(f"{name} imports {node.module} at module level")
+
+
+# --------------------------------------------------------------------------- one opener
+
+# Calls that open or map a file by name. A file msdebug did not write is opened only in
+# msdebug/files.py (open_regular, read_regular: no FIFO, no device, bounded, links refused inside
+# trees); every other such call in msdebug/ is listed here with what it opens.
+FILE_CALLS = {"open", "read_text", "read_bytes", "fdopen", "load", "loadtxt", "fromfile", "memmap", "mmap"}
+OPENS_WHAT_MSDEBUG_WROTE = {
+    ("capture.py", "open(os.memfd_create('msdebug-print', os.MFD_CLOEXEC), 'w+b')"): "an anonymous file it makes",
+    ("capture.py", "open(path, mode)"): "_create: a new print file, 'xb' (never an existing one)",
+    ("capture.py", "open(path, 'ab')"): "appends to the print file msdebug is capturing to",
+    ("capture.py", "libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)"): "maps its own memfd",
+    ("cli.py", "os.open(os.devnull, os.O_WRONLY)"): "writes to /dev/null",
+    ("ipython/hooks.py", "open(name, 'x', encoding='utf-8')"): "writes a new cell file",
+    ("printfile.py", "open(os.fspath(path), 'xb')"): "writes a new print file",
+    ("recorders/datadump.py", "open(path, 'x', encoding='utf-8')"): "writes a new dump config",
+    ("recorders/envconfig.py", "os.fdopen(fd, 'w', encoding='utf-8')"): "writes the mkstemp file of an env_config",
+    ("recorders/profile.py", "open(os.dup(sink.fileno()), 'wb')"): "writes to its own log sink",
+    ("recorders/profile.py", "open(self.output / STEPS_FILE, 'x', encoding='utf-8')"): "writes new step marks",
+    ("recorders/profile.py", "open(temporary, 'w', encoding='utf-8')"): "writes profiler_config.json's temporary",
+    ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
+    ("ipython/explorer.py", "self.open(label, search=row.fullname)"): "opens a tab of the explorer, not a file",
+    ("__init__.py", "source.read_text(encoding='utf-8')"): "msdebug's own extension/package.json",
+    ("views/status.py", "resources.files(__package__).joinpath('status.schema.json').read_text(encoding='utf-8')"): (
+        "msdebug's own package data"
+    ),
+}
+
+
+def file_calls(source: str) -> Iterator[tuple[int, str]]:
+    """``(line, call)`` of each call in ``source`` that opens, reads or maps a file by name."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            by_name = isinstance(func, ast.Name) and func.id == "open"
+            if by_name or (isinstance(func, ast.Attribute) and func.attr in FILE_CALLS):
+                yield node.lineno, ast.unparse(node)
+
+
+def test_files_msdebug_did_not_write_open_only_through_the_opener():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if where == "files.py":
+            continue
+        for line, call in file_calls(path.read_text(encoding="utf-8")):
+            found[(where, call)] = line
+    bypass = [f"msdebug/{where}:{line}: {call}" for (where, call), line in found.items()
+              if (where, call) not in OPENS_WHAT_MSDEBUG_WROTE]  # fmt: skip
+    assert bypass == [], "open these through msdebug.files.open_regular / read_regular:\n" + "\n".join(bypass)
+    stale = sorted(set(OPENS_WHAT_MSDEBUG_WROTE) - set(found))
+    assert stale == [], f"no longer in msdebug/, drop them from the list: {stale}"
+
+
+def test_the_opener_check_sees_each_way_to_read_a_file():
+    source = """
+import numpy as np, mmap, pathlib, io, os
+open(p)
+pathlib.Path(p).read_text()
+p.read_bytes()
+p.open()
+io.open(p)
+os.open(p, os.O_RDONLY)
+np.load(p)
+np.fromfile(p)
+np.memmap(p)
+mmap.mmap(fd, 0)
+json.loads(text)
+"""
+    assert [line for line, _ in file_calls(source)] == list(range(3, 13))

@@ -154,7 +154,7 @@ def test_rdr_text_records_beyond_the_bound_are_refused(tmp_path, monkeypatch):
     big.write_bytes(b"a\n" * 4000)
     monkeypatch.setattr(rdr, "TEXT_LIMIT", 4096)
     with pytest.raises(MsDebugError, match="larger than"):
-        rdr.read_text(big, "an RDR text record")
+        rdr.read_lines(big, "an RDR text record")
 
 
 # --------------------------------------------------------------------------- 7: symlink loops

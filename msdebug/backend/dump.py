@@ -35,14 +35,17 @@ def set_config_file(path: str | os.PathLike | None) -> None:
 
 def process_started() -> float:
     """When this process started (seconds since the epoch; Linux ``/proc``, else 0)."""
+    from ..errors import MsDebugError
+    from ..files import MiB, read_regular
+
     try:
-        with open("/proc/self/stat", encoding="ascii") as handle:
-            # Field 22, after the parenthesised command name (which may hold spaces).
-            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat", encoding="ascii") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        mine = read_regular("/proc/self/stat", MiB).decode("ascii")
+        # Field 22, after the parenthesised command name (which may hold spaces).
+        ticks = int(mine.rsplit(")", 1)[1].split()[19])
+        lines = read_regular("/proc/stat", 16 * MiB).decode("ascii").splitlines()
+        boot = next(int(line.split()[1]) for line in lines if line.startswith("btime "))
         return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+    except (MsDebugError, ValueError, IndexError, StopIteration):
         return 0.0
 
 

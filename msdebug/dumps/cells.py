@@ -74,7 +74,7 @@ def cell_code(path: str, line: int, end: int | None = None) -> str | None:
         return None
     try:
         # A dump names whatever path it likes: only a regular file, and only a cell's worth of it.
-        lines = read_regular(path, _CELL_LIMIT).decode("utf-8", "replace").splitlines(keepends=True)
+        lines = read_regular(path, _CELL_LIMIT, follow=False).decode("utf-8", "replace").splitlines(keepends=True)
     except MsDebugError:
         # IPython's own cells (<ipython-input-...>) live only in linecache; a path that exists
         # but is no regular file (a FIFO) must not reach linecache, which would block on it.

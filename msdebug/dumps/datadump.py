@@ -25,14 +25,13 @@ import math
 import mmap
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DumpError, DumpFormatError
-from ..files import ascii_number
+from ..files import ascii_number, open_regular, read_regular
 
 __all__ = [
     "DataDump",
@@ -255,13 +254,9 @@ def find_data_dump(path: str | os.PathLike) -> Path | None:
 
 
 def _read_small(path: Path, limit: int) -> str:
-    info = path.lstat()
-    if not stat.S_ISREG(info.st_mode):
-        raise DumpFormatError(f"{path}: not a regular file")
-    with open(path, "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise DumpFormatError(f"{path}: larger than {limit} bytes, not a file MindSpore writes")
+    """A small text file of the dump (an execution order, ``mapping.csv``, the metadata): a
+    regular file, never a link, at most ``limit`` bytes."""
+    data = read_regular(path, limit, DumpFormatError, "small file of a dump", follow=False)
     return data.decode("utf-8", "replace")
 
 
@@ -673,15 +668,11 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
         When the file is not a regular file, not ``.npy``, or shorter than its header says.
     """
     path = tensor.path if isinstance(tensor, TensorFile) else Path(tensor)
-    try:
-        # O_NONBLOCK: a FIFO planted in a dump must not hang the reader; O_NOFOLLOW: nor a link lead out of it.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as error:
-        raise DumpFormatError(f"{path.name}: cannot open it ({error.strerror or error})") from None
+    # A FIFO planted in a dump must not hang the reader, nor a link lead out of it.
+    handle = open_regular(path, DumpFormatError, "{name}: cannot open it ({reason})", follow=False)
+    fd = handle.fileno()
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DumpFormatError(f"{path.name}: not a regular file")
         head = os.pread(fd, 4096, 0)
         try:
             shape, fortran, dtype, offset = _parse_header(head)
@@ -702,7 +693,7 @@ def open_tensor(tensor: TensorFile | str | os.PathLike) -> np.ndarray:
             except (OSError, ValueError) as error:
                 raise DumpFormatError(f"{path.name}: cannot map it into memory ({error})") from None
     finally:
-        os.close(fd)
+        handle.close()
     flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
     return flat.reshape(shape, order="F" if fortran else "C")
 

@@ -562,7 +562,7 @@ class Explorer(_Rendered):
             path = matches[0].path
         else:
             raise DumpError(f"{self.path} is a single IR file")
-        data = read_regular(path, PB_LIMIT, DumpError, "graph .pb file")
+        data = read_regular(path, PB_LIMIT, DumpError, "graph .pb file", follow=False)
         try:
             model = anf_ir_model(data)
         except ValueError as error:
@@ -644,7 +644,7 @@ def _header_nodes(path: Path) -> int | None:
     """The node count an IR file's header states (cnodes less one Return per graph), read from
     its first 16 KiB: the chart of a dump with 100 MB stages costs no parse. None without one."""
     try:
-        with open_regular(path, DumpError) as handle:
+        with open_regular(path, DumpError, follow=False) as handle:
             head = handle.read(_HEAD_BYTES)
     except (DumpError, OSError):
         return None

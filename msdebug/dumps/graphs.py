@@ -297,7 +297,7 @@ def read_dot(path: str | os.PathLike) -> DotGraph:
         When ``path`` is not a regular file or cannot be read.
     """
     path = Path(path)
-    with open_regular(path, DumpError) as handle:
+    with open_regular(path, DumpError, follow=False) as handle:
         info = os.fstat(handle.fileno())
         data = handle.read(_DOT_MAX_BYTES + 1)
     graph = DotGraph(path, size=info.st_size, truncated=len(data) > _DOT_MAX_BYTES)

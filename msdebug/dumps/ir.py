@@ -521,7 +521,7 @@ def read_ir(path: str | os.PathLike) -> IrFile:
     name = os.fspath(path)
 
     def loader(start: int, end: int) -> bytes:
-        with open_regular(name, DumpError) as handle:
+        with open_regular(name, DumpError, follow=False) as handle:
             try:
                 handle.seek(start)
                 return handle.read(end - start)
@@ -529,13 +529,13 @@ def read_ir(path: str | os.PathLike) -> IrFile:
                 raise DumpError(f"{name}: cannot read it any more ({error.strerror or error})") from None
 
     try:
-        with open_regular(name, DumpError) as handle:
+        with open_regular(name, DumpError, follow=False) as handle:
             head = handle.read(_SNIFF)
             if looks_binary(head):
                 raise DumpFormatError(f"{name}: binary data, not a MindSpore IR text dump")
             chunks = iter(lambda: handle.read(_CHUNK), b"")
             ir = _scan(_prepend(head, chunks), name, loader)
-            ir._source = lambda: open_regular(name, DumpError)
+            ir._source = lambda: open_regular(name, DumpError, follow=False)
             return ir
     except OSError as error:
         raise DumpError(f"{name}: cannot read it ({error.strerror or error})") from None

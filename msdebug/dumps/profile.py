@@ -182,18 +182,6 @@ class ProfileData:
 # --------------------------------------------------------------------------- files
 
 
-def _open_regular(path: Path, what: str, problems: list[str]) -> io.BufferedReader | None:
-    """``path`` opened for reading if it is a regular file; otherwise a line in ``problems``."""
-    if not os.path.lexists(path):
-        problems.append(f"{what}: {path.name} is missing.")
-        return None
-    try:
-        return open_regular(path, ProfileReadError)
-    except ProfileReadError as error:
-        problems.append(f"{what}: {error} Not read.")
-        return None
-
-
 def _framework_file(run: Path, pattern: re.Pattern[str]) -> Path | None:
     framework = run / "FRAMEWORK"
     try:
@@ -290,7 +278,7 @@ class _Lines:
 
 def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) -> Iterator[list[str]]:
     """Data rows of a CSV whose header must start with ``columns``; short rows are reported."""
-    handle = _open_regular(path, what, problems)
+    handle = open_regular(path, ProfileReadError, follow=False, problems=problems, what=what)
     if handle is None:
         return
     lines = _Lines(handle, path.name, what)
@@ -433,7 +421,7 @@ def read_executions(
 
     problems = [] if problems is None else problems
     result = Executions()
-    handle = _open_regular(Path(path), "op executions", problems)
+    handle = open_regular(Path(path), ProfileReadError, follow=False, problems=problems, what="op executions")
     if handle is None:
         result.per_step_ms, result.per_step_count = [0.0] * len(windows), [0] * len(windows)
         return result
@@ -679,7 +667,7 @@ def read_steps(path: str | os.PathLike, problems: list[str] | None = None) -> St
     path = Path(path)
     if not os.path.lexists(path):
         return None
-    handle = _open_regular(path, "step marks", problems)
+    handle = open_regular(path, ProfileReadError, follow=False, problems=problems, what="step marks")
     if handle is None:
         return None
     with handle:
@@ -710,7 +698,7 @@ def read_trace(path: str | os.PathLike, problems: list[str] | None = None) -> Tr
     """Count the complete (``"ph": "X"``) events of a Chrome trace, streaming its JSON array."""
     problems = [] if problems is None else problems
     path = Path(path)
-    handle = _open_regular(path, "trace", problems)
+    handle = open_regular(path, ProfileReadError, follow=False, problems=problems, what="trace")
     if handle is None:
         return None
     summary = TraceSummary(path)

@@ -32,7 +32,7 @@ __all__ = [
     "read_memory",
     "read_stream_order",
     "read_string",
-    "read_text",
+    "read_lines",
 ]
 
 TEXT_LIMIT = 256 * MiB  # the largest RDR text record msdebug reads (they are a few MB)
@@ -271,10 +271,10 @@ def find_rdr(path: str | os.PathLike) -> RdrTree | None:
 # ----------------------------------------------------------------- file contents
 
 
-def read_text(path: str | os.PathLike, what: str) -> list[str]:
+def read_lines(path: str | os.PathLike, what: str) -> list[str]:
     """The lines of a text dump; binary data gives a :class:`DumpFormatError` naming the file."""
     name = os.fspath(path)
-    data = read_regular(name, TEXT_LIMIT, DumpError, what)
+    data = read_regular(name, TEXT_LIMIT, DumpError, what, follow=False)
     if looks_binary(data[:8192]):
         raise DumpFormatError(f"{name}: binary data, not {what}")
     return data.decode("utf-8", "replace").splitlines()
@@ -309,7 +309,7 @@ def read_exec_order(path: str | os.PathLike) -> ExecOrder:
     DumpFormatError
         When it is binary, lacks the header, or lists fewer kernels than the header says.
     """
-    lines = read_text(path, "an RDR execution order")
+    lines = read_lines(path, "an RDR execution order")
     if not lines or lines[0].strip() != _EXEC_HEADER:
         raise DumpFormatError(f"{path}: not an RDR execution order (no '{_EXEC_HEADER}' header line)")
     declared = -1
@@ -416,7 +416,7 @@ def read_memory(path: str | os.PathLike) -> MemoryList:
     DumpFormatError
         When it is binary, or a section holds fewer addresses than it announces.
     """
-    lines = read_text(path, "an RDR memory address list")
+    lines = read_lines(path, "an RDR memory address list")
     kernels: list[KernelMemory] = []
     kernel: KernelMemory | None = None
     section: list[Address] | None = None
@@ -462,14 +462,14 @@ def _number(digits: str, path, lineno: int, what: str) -> int:
 
 def read_string(path: str | os.PathLike) -> str:
     """A ``StringRecorder`` ``.txt`` (SOMAS memory-planner records): the text as written."""
-    return "\n".join(read_text(path, "an RDR text record"))
+    return "\n".join(read_lines(path, "an RDR text record"))
 
 
 def read_stream_order(path: str | os.PathLike) -> list[dict]:
     """``StreamExecOrderRecorder`` JSON: a list of ``{index, node_name, stream_id, ...}``."""
     from ..keys import load_json
 
-    text = "\n".join(read_text(path, "an RDR stream execution order"))
+    text = "\n".join(read_lines(path, "an RDR stream execution order"))
     data = load_json(text, DumpFormatError, os.fspath(path))
     if not isinstance(data, list):
         raise DumpFormatError(f"{path}: expected a JSON list of kernels, found {type(data).__name__}")
