@@ -14,7 +14,7 @@ import sys
 
 import nested_net
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import msdebug
@@ -22,7 +22,12 @@ from msdebug.views._text import ELLIPSIS, MIN_FIT, Column, fit_table, shorten, t
 
 from helpers import kernel_env
 
-NAMES = st.text(alphabet=st.sampled_from("abcXYZ-_/0123456789"), max_size=200)
+# Any text, and scope names: levels of a few characters joined by "/".
+NAMES = st.one_of(
+    st.text(alphabet=st.sampled_from("abcXYZ-_/0123456789"), max_size=200),
+    st.lists(st.text(alphabet="abcXYZ-_0123456789", max_size=16), max_size=12).map("/".join),
+)
+LONG = "Gradients/Default/network-WithLossCell/_backbone-LeNetish/fc2-Dense/Grad_MatMul/MatMul-op2"
 
 
 # --------------------------------------------------------------------------- shorten
@@ -42,6 +47,7 @@ def test_a_name_that_fits_comes_back_as_it_is_and_shortening_twice_changes_nothi
 
 
 @given(NAMES, st.integers(min_value=4, max_value=220))
+@example(LONG, 50)
 def test_a_shortened_name_keeps_its_head_and_the_larger_part_of_its_tail(text, width):
     short = shorten(text, width)
     if len(text) <= width:
