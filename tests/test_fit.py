@@ -160,3 +160,22 @@ def test_repr_fits_100_columns_and_html_keeps_every_name_whole(nested_profile):
     html = nested_profile._repr_html_()
     for row in nested_profile.ops()[: nested_profile.top]:
         assert row.full_name.replace("/", "/<wbr>") in html
+
+
+def test_the_data_dump_and_rdr_text_tables_keep_the_tail_of_long_kernel_names():
+    from types import SimpleNamespace as Row
+
+    from msdebug.views.dumps import text_memory
+    from msdebug.views.nan import text_exec
+
+    names = [LONG[:-1] + str(digit) for digit in range(4)]
+    view = Row(nonfinite_only=False, where="rank 0", matched=4, total=4, rows=[
+        Row(index=i, name=name, op_type="MatMul", inputs_finite=True, outputs=[]) for i, name in enumerate(names)
+    ])  # fmt: skip
+    memory = Row(file="memory.txt", totals=(1, 2, 3), total=4, rows=[
+        Row(name=name, inputs=10, workspaces=0, outputs=20, total=30) for name in names
+    ])  # fmt: skip
+    for text, tail in ((text_exec(view), " (MatMul)"), (text_memory(memory), "")):
+        lines = [line for line in text.splitlines() if "MatMul-op" in line]
+        assert len(lines) == 4 and all(len(line) <= 100 for line in lines), text
+        assert all(f"MatMul-op{digit}{tail}" in line for digit, line in enumerate(lines)), text
