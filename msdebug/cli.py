@@ -12,6 +12,7 @@ import argparse
 import io
 import os
 import platform
+import shutil
 import sys
 import time
 
@@ -286,7 +287,12 @@ def _main(argv: list[str] | None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
-    return args.run(args)
+    from .views._text import REPR_WIDTH, text_width
+
+    # Names in the tables are shortened in the middle to the terminal's width (COLUMNS first;
+    # a pipe gets repr's width).
+    with text_width(shutil.get_terminal_size((REPR_WIDTH, 24)).columns):
+        return args.run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

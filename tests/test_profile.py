@@ -120,7 +120,7 @@ def test_mindspore_output_is_kept_in_the_report_not_printed(graph_profile):
 def test_the_report_html_has_the_tables_and_a_step_picture(graph_profile):
     html = graph_profile.report._repr_html_()
     assert "<svg" in html and "time per recorded step" in html
-    assert "Default/fc1-Dense/MatMul-op0" in html and "<style" not in html
+    assert "Default/<wbr>fc1-Dense/<wbr>MatMul-op0" in html and "<style" not in html
 
 
 def test_compare_two_profiles(graph_profile, pynative_profile):

@@ -236,12 +236,11 @@ def read_graphs_dir(path: str | os.PathLike) -> GraphsDir:
 
 def shown_name(name: str, width: int) -> str:
     """``name`` on one line (control characters escaped) and at most ``width`` characters, cut in the middle."""
+    from ..views._text import shorten
+
     if not name.isprintable():
         name = repr(name)[1:-1]
-    if len(name) <= width:
-        return name
-    keep = width - 1
-    return f"{name[: keep - keep // 2]}…{name[len(name) - keep // 2 :]}"
+    return shorten(name, width)
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ._html import FADED, NOTE, STRONG, esc, tag
+from ._html import FADED, NOTE, STRONG, esc, hover, tag
+from ._text import MIN_FIT, Column, current_width, fit_table, shorten
 
 _LINE = re.compile(r"[0-9]{1,18}")
 
@@ -55,6 +56,13 @@ _MAX_DRAWN = 200  # boxes in a drawing; the rest are counted under it
 _MAX_OPS = 30
 _TEXT_WIDTH = 100
 _SHORT = 44
+_MEMORY_COLUMNS = (
+    Column("kernel", 48, fit=True),
+    Column("inputs", 10, right=True),
+    Column("workspace", 10, right=True),
+    Column("outputs", 10, right=True),
+    Column("total", 10, right=True),
+)
 
 
 def size_text(size: int) -> str:
@@ -70,14 +78,14 @@ def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _fit(name: str, used: int) -> str:
+    """``name`` shortened in the middle to what is left of the line once ``used`` columns are taken."""
+    return shorten(name, max(MIN_FIT, current_width() - used))
+
+
 def middle(text: str, width: int = _SHORT) -> str:
     """``text`` escaped, shortened in the middle to ``width`` characters, the whole of it on hover."""
-    text = str(text)
-    if len(text) <= width:
-        return esc(text)
-    keep = width - 1
-    short = text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
-    return f'<span title="{esc(text)}">{esc(short)}</span>'
+    return hover(text, width)
 
 
 def _base(path: str) -> str:
@@ -310,7 +318,8 @@ def text_graph(view) -> str:
     lines.append(f"ops: {ops}" + (" …" if len(view.op_counts) > _MAX_OPS else ""))
     lines.append(_filter_text(view))
     for row in view.rows:
-        lines.append(f"  line {row.lineno:>6}  @{_clip(row.graph, 40)} {row.id}({row.name}) = {row.op}  [{row.scope}]")
+        line = f"  line {row.lineno:>6}  @{shorten(row.graph, 40)} {row.id}({row.name}) = {row.op}  ["
+        lines.append(line + _fit(row.scope, len(line) + 1) + "]")
         if row.output_type:
             lines.append(f"               -> {_clip(row.output_type, 80)}")
         if row.source:
@@ -415,7 +424,8 @@ def text_exec_order(view) -> str:
     for row in view.rows:
         memory = f"  {size_text(row.memory)}" if row.memory is not None else ""
         ir = f"  IR line {row.ir_line}" if row.ir_line else ""
-        lines.append(f"  {row.index:>4}  {row.op:<24} {row.fullname or row.name}{ir}{memory}")
+        line = f"  {row.index:>4}  {row.op:<24} "
+        lines.append(line + _fit(row.fullname or row.name, len(line) + len(ir) + len(memory)) + ir + memory)
         if row.source:
             lines.append(f"        {_source_text(row)}")
     return "\n".join(lines)
@@ -507,12 +517,11 @@ def _memory_head(view) -> str:
 
 def text_memory(view) -> str:
     lines = [_memory_head(view), _showing(len(view.rows), view.total, "kernels") + ", largest first"]
-    lines.append(f"  {'kernel':<48} {'inputs':>10} {'workspace':>10} {'outputs':>10} {'total':>10}")
-    for row in view.rows:
-        lines.append(
-            f"  {_clip(row.name, 48):<48} {size_text(row.inputs):>10} {size_text(row.workspaces):>10} "
-            f"{size_text(row.outputs):>10} {size_text(row.total):>10}"
-        )
+    rows = [
+        (row.name, size_text(row.inputs), size_text(row.workspaces), size_text(row.outputs), size_text(row.total))
+        for row in view.rows
+    ]
+    lines += ["  " + line for line in fit_table(_MEMORY_COLUMNS, rows, current_width() - 2)]
     return "\n".join(lines)
 
 
@@ -583,7 +592,8 @@ def text_diff(diff) -> str:
     lines.append(_showing(len(diff.rows), total, "differences"))
     marks = {"appeared": "+", "vanished": "-", "changed": "~"}
     for row in diff.rows:
-        lines.append(f"  {marks[row.change]} {row.op:<24} {_clip(row.key, 60)}")
+        line = f"  {marks[row.change]} {row.op:<24} "
+        lines.append(line + _fit(row.key, len(line)))
         if row.change == "changed":
             lines += [f"      before: {_clip(row.before)}", f"      after:  {_clip(row.after)}"]
     return "\n".join(lines)
@@ -699,7 +709,7 @@ def text_pb(pb) -> str:
     lines = [f"{pb.file}: graph {pb.graph}, {len(pb.nodes)} nodes"]
     lines.append("ops: " + ", ".join(f"{op}×{n}" for op, n in pb.op_counts[:_MAX_OPS]))
     for name, op, full in pb.nodes[:200]:
-        lines.append(f"  {op:<24} {full or name}")
+        lines.append(f"  {op:<24} " + _fit(full or name, max(24, len(op)) + 3))
     if len(pb.nodes) > 200:
         lines.append(f"showing 200 of {len(pb.nodes)} nodes")
     return "\n".join(lines)

@@ -6,7 +6,8 @@ everything from a dump is escaped and every table is bounded.
 
 from __future__ import annotations
 
-from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
+from ._html import BREAK_ANYWHERE, FADED, LEFT, NOTE, STRONG, esc, scope, tag
+from ._text import MIN_FIT, current_width, shorten
 
 __all__ = [
     "html_compare",
@@ -27,7 +28,7 @@ __all__ = [
 
 BAD = "color:#b00020;font-weight:700"
 GOOD = "color:#1b7f3b"
-_CELL = f"{LEFT};padding:1px 8px;vertical-align:top"
+_CELL = f"{LEFT};padding:1px 8px;vertical-align:top;{BREAK_ANYWHERE}"
 _MAX_NOTES = 20
 
 
@@ -69,6 +70,11 @@ def _stat_cells(stats) -> list[str]:
 _STAT_HEAD = ["values", "first non-finite", "min", "max", "mean", "shape / dtype", "elements"]
 
 
+def _fit(name: str, used: int) -> str:
+    """An op's name shortened in the middle to what is left of the line once ``used`` columns are taken."""
+    return shorten(name, max(MIN_FIT * 2, current_width() - used))
+
+
 def _stat_text(stats) -> str:
     return "unreadable" if stats is None else stats.summary()
 
@@ -90,7 +96,7 @@ def html_report(report) -> str:
         head = (
             tag("span", esc(f"First non-finite value: {culprit.kind}"), style=BAD)
             + esc(" at ")
-            + tag("code", esc(culprit.name))
+            + tag("code", scope(culprit.name))
             + esc(f" ({culprit.op_type}), {culprit.slot}")
             + (esc(f"; {culprit.where}") if culprit.where else "")
         )
@@ -109,7 +115,7 @@ def html_report(report) -> str:
             parts.append(_table(["tensor", *_STAT_HEAD], rows))
         if culprit.reached:
             items = "".join(
-                tag("li", tag("code", esc(r.name)) + esc(f" ({r.op_type}): {r.outcome}")) for r in culprit.reached
+                tag("li", tag("code", scope(r.name)) + esc(f" ({r.op_type}): {r.outcome}")) for r in culprit.reached
             )
             parts.append(tag("div", esc("Downstream ops it reached:") + tag("ul", items, style="margin:2px 0")))
         parts.append(tag("div", esc(checked[0].upper() + checked[1:] + "."), style=NOTE))
@@ -146,7 +152,10 @@ def text_report(report) -> str:
             lines.append(f"  {slot.label}: {_stat_text(slot.stats)}")
         if culprit.reached:
             lines.append("  downstream ops it reached:")
-            lines.extend(f"    {r.name} ({r.op_type}): {r.outcome}" for r in culprit.reached)
+            lines.extend(
+                f"    {_fit(r.name, 4 + len(f' ({r.op_type}): {r.outcome}'))} ({r.op_type}): {r.outcome}"
+                for r in culprit.reached
+            )
         lines.append(f"  {checked}.")
     lines.extend(report.notes[:_MAX_NOTES])
     if report.skipped:
@@ -238,7 +247,7 @@ def html_exec(view) -> str:
         inputs = {None: "?", True: tag("span", "finite", style=GOOD), False: tag("span", "not finite", style=BAD)}
         code = tag("code", esc(row.code.splitlines()[0])) if row.code else ""
         rows.append(
-            [esc(row.index), tag("code", esc(row.name)), esc(row.op_type), inputs[row.inputs_finite],
+            [esc(row.index), tag("code", scope(row.name)), esc(row.op_type), inputs[row.inputs_finite],
              out_html, code]
         )  # fmt: skip
     what = "ops with a non-finite value" if view.nonfinite_only else "ops"
@@ -257,7 +266,8 @@ def text_exec(view) -> str:
     for row in view.rows:
         _, out = _outputs(row)
         inputs = {None: "?", True: "finite", False: "NOT FINITE"}[row.inputs_finite]
-        lines.append(f"  {row.index:>4} {row.name} ({row.op_type}) inputs {inputs}; outputs {out}")
+        rest = f" ({row.op_type}) inputs {inputs}; outputs {out}"
+        lines.append(f"  {row.index:>4} {_fit(row.name, 7 + len(rest))}{rest}")
     if view.matched > len(view.rows):
         lines.append(f"  (showing {len(view.rows)} of {view.matched})")
     return "\n".join(lines)

@@ -12,7 +12,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
+from ._html import BREAK_ANYWHERE, FADED, LEFT, NOTE, STRONG, esc, scope, tag
+from ._text import Column, fit_table
 from .svg import line_chart
 
 __all__ = [
@@ -33,6 +34,21 @@ _BAR = "display:inline-block;height:.8em;background:#4a90d9;vertical-align:middl
 _TRACE_HELP = "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing"
 _NOWRAP = "white-space:nowrap"  # a time and its unit stay on one line
 _PATH = "word-break:break-all"  # long paths wrap inside the output area
+# Text tables: op types whole, the scope name shortened in the middle to fit the width.
+_TYPE_COLUMNS = (
+    Column("op type", 24),
+    Column("count", 8, right=True),
+    Column("total", 12, right=True),
+    Column("average", 12, right=True),
+    Column("share", 7, right=True),
+)
+_OP_COLUMNS = (
+    Column("op (full scope name)", 60, fit=True),
+    Column("count", 8, right=True),
+    Column("total", 12, right=True),
+    Column("share", 7, right=True),
+)
+_CHANGE_COLUMNS = (Column("before", 12, right=True), Column("after", 12, right=True), Column("speed-up", 9, right=True))
 _PARTIAL = "background:#fdecea;border-left:4px solid #cf222e;padding:4px 8px;margin:4px 0"
 
 
@@ -65,10 +81,14 @@ def first_step_note(report: Any) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
-    """Cells must be escaped already; the first ``left`` columns align left."""
-    th = "".join(tag("th", esc(name), style=LEFT if index < left else _NOWRAP) for index, name in enumerate(head))
+    """Cells must be escaped already (a scope name through ``scope``); the first ``left``
+    columns align left, and the first of them may wrap: a long scope name never widens the
+    table past the output area."""
+    styles = [f"{LEFT};{BREAK_ANYWHERE}", *([LEFT] * (left - 1))]
+    styles += [_NOWRAP] * (len(head) - len(styles))
+    th = "".join(tag("th", esc(name), style=style) for name, style in zip(head, styles, strict=True))
     body = "".join(
-        tag("tr", "".join(tag("td", cell, style=LEFT if index < left else _NOWRAP) for index, cell in enumerate(row)))
+        tag("tr", "".join(tag("td", cell, style=style) for cell, style in zip(row, styles, strict=True)))
         for row in rows
     )
     return tag("table", tag("thead", tag("tr", th)) + tag("tbody", body))
@@ -175,7 +195,7 @@ def html_profile(report: Any) -> str:
     parts.append(tag("div", esc(f"Top {len(top)} ops by total time"), style=STRONG))
     rows = [
         (
-            esc(row.full_name),
+            scope(row.full_name),
             esc(row.op_type),
             esc(row.occurrences),
             esc(_ms(row.total_ms)),
@@ -260,24 +280,27 @@ def text_profile(report: Any) -> str:
         lines.extend(f"  {_mark_line(mark)}" for mark in _rank_marks(report)[:15] if mark.rank is not None)
     types, count = _types_rows(report)
     lines.append("")
-    lines.append(f"{'op type':<24} {'count':>8} {'total':>12} {'average':>12} {'share':>7}")
-    for row in types:
-        lines.append(
-            f"{row.op_type[:24]:<24} {row.occurrences:>8} {_ms(row.total_ms):>12} {_ms(row.avg_ms):>12} "
-            f"{_pct(row.share):>7}"
+    lines.extend(
+        fit_table(
+            _TYPE_COLUMNS,
+            [(row.op_type, row.occurrences, _ms(row.total_ms), _ms(row.avg_ms), _pct(row.share)) for row in types],
         )
+    )
     if count > len(types):
         lines.append(f"(showing {len(types)} of {count} op types)")
     top, rest = _ops_rows(report)
     lines.append("")
-    lines.append(f"{'op (full scope name)':<60} {'count':>8} {'total':>12} {'share':>7}")
-    for row in top:
-        lines.append(f"{row.full_name[:60]:<60} {row.occurrences:>8} {_ms(row.total_ms):>12} {_pct(row.share):>7}")
+    rows = [(row.full_name, row.occurrences, _ms(row.total_ms), _pct(row.share)) for row in top]
     if rest:
-        lines.append(
-            f"{'... ' + str(len(rest)) + ' more ops':<60} {sum(r.occurrences for r in rest):>8} "
-            f"{_ms(sum(r.total_ms for r in rest)):>12} {_pct(sum(r.share for r in rest)):>7}"
+        rows.append(
+            (
+                f"... {len(rest)} more ops",
+                sum(r.occurrences for r in rest),
+                _ms(sum(r.total_ms for r in rest)),
+                _pct(sum(r.share for r in rest)),
+            )
         )
+    lines.extend(fit_table(_OP_COLUMNS, rows))
     if report.trace is not None:
         lines.append(f"Chrome trace: {report.trace} ({_TRACE_HELP})")
     return "\n".join(lines)
@@ -310,7 +333,7 @@ def html_comparison(comparison: Any, top: int) -> str:
     for title, changes in (("Op types", comparison.op_types), ("Ops", comparison.ops)):
         shown = changes[:top]
         rows = [
-            (esc(change.name), esc(_ms(change.before_ms)), esc(_ms(change.after_ms)), esc(_speedup(change)))
+            (scope(change.name), esc(_ms(change.before_ms)), esc(_ms(change.after_ms)), esc(_speedup(change)))
             for change in shown
         ]
         parts.append(tag("div", esc(title), style=STRONG))
@@ -329,11 +352,9 @@ def text_comparison(comparison: Any, top: int) -> str:
     ]
     for title, changes in (("op types", comparison.op_types), ("ops", comparison.ops)):
         lines.append("")
-        lines.append(f"{title:<60} {'before':>12} {'after':>12} {'speed-up':>9}")
-        for change in changes[:top]:
-            lines.append(
-                f"{change.name[:60]:<60} {_ms(change.before_ms):>12} {_ms(change.after_ms):>12} {_speedup(change):>9}"
-            )
+        columns = (Column(title, 60, fit=title == "ops"), *_CHANGE_COLUMNS)
+        rows = [(c.name, _ms(c.before_ms), _ms(c.after_ms), _speedup(c)) for c in changes[:top]]
+        lines.extend(fit_table(columns, rows))
         if len(changes) > top:
             lines.append(f"(showing {top} of {len(changes)}, biggest change first)")
     return "\n".join(lines)
