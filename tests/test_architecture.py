@@ -187,7 +187,6 @@ def test_readers_never_render_at_import_time():
 # trees); every other such call in msdebug/ is listed here with what it opens.
 FILE_CALLS = {"open", "read_text", "read_bytes", "fdopen", "load", "loadtxt", "fromfile", "memmap", "mmap"}
 OPENS_WHAT_MSDEBUG_WROTE = {
-    ("capture.py", "open(os.memfd_create('msdebug-print', os.MFD_CLOEXEC), 'w+b')"): "an anonymous file it makes",
     ("capture.py", "open(path, mode)"): "_create: a new print file, 'xb' (never an existing one)",
     ("capture.py", "open(path, 'ab')"): "appends to the print file msdebug is capturing to",
     ("capture.py", "libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)"): "maps its own memfd",
