@@ -36,8 +36,27 @@ from test_interrupts import GATE, Mute, double_interrupt_round  # noqa: E402
 from helpers import Kernel  # noqa: E402
 
 
+def _frames(frame: object) -> bytes:
+    data = frame.bytes if hasattr(frame, "bytes") else bytes(frame)
+    return data[:72]
+
+
+def _naming_the_frames(deserialize):
+    """Session.deserialize that names the frames it got when it refuses a message: which
+    message was cut short, or which two ran together."""
+
+    def named(msg_list, *args, **kwargs):
+        try:
+            return deserialize(msg_list, *args, **kwargs)
+        except ValueError as error:
+            raise ValueError(f"{error}; frames after the identities: {[_frames(f) for f in msg_list[:8]]}") from None
+
+    return named
+
+
 def start(faults: str) -> Kernel:
     k = Kernel()
+    k.client.session.deserialize = _naming_the_frames(k.client.session.deserialize)
     # The kernel's threads' stacks go to `faults` on SIGUSR1: what a mute kernel was doing.
     k.run(
         f"import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, open({faults!r}, 'w'), all_threads=True)"
