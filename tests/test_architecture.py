@@ -201,7 +201,7 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
     ("ipython/explorer.py", "self.open(label, search=row.fullname)"): "opens a tab of the explorer, not a file",
     ("__init__.py", "source.read_text(encoding='utf-8')"): "msdebug's own extension/package.json",
-    ("backend/profiler.py", "(root / relative).read_text(encoding='utf-8')"): (
+    ("backend/profile.py", "(root / relative).read_text(encoding='utf-8')"): (
         "the installed MindSpore's own source, parsed for its profiler tables"
     ),
     ("views/status.py", "resources.files(__package__).joinpath('status.schema.json').read_text(encoding='utf-8')"): (
