@@ -19,7 +19,7 @@ __all__ = ["DECLARED", "MAGICS"]
 #: in the order of :data:`MAGICS`.
 DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
     "mscontext": (("line", "cell"), "msdebug.ipython.magics.context:ContextMagics"),
-    "msprint": (("line", "cell"), "msdebug.ipython.magics.prints:PrintMagics"),
+    "msprint": (("line", "cell"), "msdebug.ipython.magics.print:PrintMagics"),
     "msrdr": (("line",), "msdebug.ipython.magics.rdr:RdrMagics"),
     "msgraphs": (("line",), "msdebug.ipython.magics.graphs:GraphsMagics"),
     "msdump": (("line",), "msdebug.ipython.magics.datadump:DataDumpMagics"),
@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
         from .datadump import DataDumpMagics
         from .graphs import GraphsMagics
         from .nan import NanMagics
-        from .prints import PrintMagics
+        from .print import PrintMagics
         from .profile import ProfileMagics
         from .rdr import RdrMagics
 
