@@ -166,7 +166,7 @@ def test_the_data_dump_and_rdr_text_tables_keep_the_tail_of_long_kernel_names():
     from types import SimpleNamespace as Row
 
     from msdebug.views.dumps import text_memory
-    from msdebug.views.nan import text_exec
+    from msdebug.views.datadump import text_exec
 
     names = [LONG[:-1] + str(digit) for digit in range(4)]
     view = Row(nonfinite_only=False, where="rank 0", matched=4, total=4, rows=[

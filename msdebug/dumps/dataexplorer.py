@@ -2,7 +2,7 @@
 
 Execution order with per-op statistics and a non-finite filter, one tensor (statistics, a
 histogram, its values folded), one tensor across ranks or iterations, and the first
-non-finite value. Models only: they render through :mod:`msdebug.views.nan`.
+non-finite value. Models only: they render through :mod:`msdebug.views.datadump`.
 """
 
 from __future__ import annotations
@@ -41,17 +41,17 @@ __all__ = [
 
 
 class _Rendered:
-    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.nan`, named after the class."""
+    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.datadump`, named after the class."""
 
     _view = ""
 
     def _repr_html_(self) -> str:
-        from ..views import nan as views
+        from ..views import datadump as views
 
         return getattr(views, f"html_{self._view}")(self)
 
     def __repr__(self) -> str:
-        from ..views import nan as views
+        from ..views import datadump as views
 
         return getattr(views, f"text_{self._view}")(self)
 

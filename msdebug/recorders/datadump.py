@@ -354,12 +354,12 @@ class DumpStatus:
         return "configured: MindSpore reads it at the first graph compile"
 
     def _repr_html_(self) -> str:
-        from ..views.nan import html_dump_status
+        from ..views.datadump import html_dump_status
 
         return html_dump_status(self)
 
     def __repr__(self) -> str:
-        from ..views.nan import text_dump_status
+        from ..views.datadump import text_dump_status
 
         return text_dump_status(self)
 
