@@ -29,9 +29,9 @@ __all__ = [
     "CompareRow",
     "DataDumpExplorer",
     "DataDumpSummary",
+    "DataExecRow",
     "DataExecView",
     "IterationRow",
-    "OpRow",
     "TensorCompare",
     "TensorView",
 ]
@@ -81,7 +81,7 @@ class DataDumpSummary(_Rendered):
 
 
 @dataclass(frozen=True)
-class OpRow:
+class DataExecRow:
     index: int
     name: str
     op_type: str
@@ -103,7 +103,7 @@ class DataExecView(_Rendered):
 
     path: str
     where: str
-    rows: tuple[OpRow, ...]
+    rows: tuple[DataExecRow, ...]
     total: int
     matched: int
     nonfinite_only: bool
@@ -200,7 +200,7 @@ class DataDumpExplorer(_Rendered):
             if node is not None and node.source is not None:
                 loc = node.source
                 row_source, code = f"{loc.path}:{loc.line}", cells.cell_code(loc.path, loc.line) or loc.code.strip()
-            row = OpRow(op.index, op.name, op.op_type, outputs, inputs_finite, row_source, code)
+            row = DataExecRow(op.index, op.name, op.op_type, outputs, inputs_finite, row_source, code)
             if nonfinite and row.finite is not False:
                 continue
             matched += 1
