@@ -260,7 +260,7 @@ def test_nan_only_in_an_input_is_upstream(dumps, tmp_path):
 
 def test_multi_rank_earliest_wins_and_compare_across_ranks(dumps, tmp_path):
     from msdebug.dumps.datadump import read_data_dump
-    from msdebug.dumps.dataexplorer import DataDumpExplorer
+    from msdebug.dumps.datadump_explorer import DataDumpExplorer
     from msdebug.dumps.nan import scan_dump
 
     path = _writable_copy(dumps["graph"][0], tmp_path / "ranks")
@@ -304,7 +304,7 @@ def test_truncated_and_garbage_npy_are_reported_and_skipped(dumps, tmp_path):
 
 def test_malicious_file_names_are_listed_escaped_and_never_followed(dumps, tmp_path):
     from msdebug.dumps.datadump import read_data_dump
-    from msdebug.dumps.dataexplorer import DataDumpExplorer
+    from msdebug.dumps.datadump_explorer import DataDumpExplorer
     from msdebug.dumps.nan import scan_dump
 
     path = _writable_copy(dumps["graph"][0], tmp_path / "evil")

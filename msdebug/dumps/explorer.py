@@ -591,10 +591,10 @@ def open_dump(path: str | os.PathLike):
     DumpError
         When there is nothing there that msdebug can read; the message names the path.
     """
-    from . import datadump, dataexplorer
+    from . import datadump, datadump_explorer
 
     if datadump.find_data_dump(path) is not None:  # rank_*/execution_order: MindSpore's data dump
-        return dataexplorer.DataDumpExplorer(path)
+        return datadump_explorer.DataDumpExplorer(path)
     return Explorer(path)
 
 

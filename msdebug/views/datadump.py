@@ -1,7 +1,7 @@
 """Renderers for a data dump: its explorer (summary, execution order, one tensor, a tensor
 compared across ranks or iterations) and ``%msdump``'s status, in HTML and text.
 
-Pure: models come in by duck typing (:mod:`msdebug.dumps.dataexplorer`, :mod:`msdebug.recorders.datadump`);
+Pure: models come in by duck typing (:mod:`msdebug.dumps.datadump_explorer`, :mod:`msdebug.recorders.datadump`);
 everything from a dump is escaped and every table is bounded. The tensor statistics' cells are
 shared with the first-NaN report (:mod:`msdebug.views.nan`).
 """
