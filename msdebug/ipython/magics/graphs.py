@@ -47,15 +47,15 @@ class GraphsMagics(Magics):
         graphs (hundreds of files). --path defaults to ./graphs, made absolute here.
         Then: msdebug.open_dump(DIR).
         """
-        from ...recorders import savegraphs
+        from ...recorders import graphs
 
         if not args.word:
             if args.options:
                 raise MagicUsageError("%msgraphs: options go with on, e.g. %msgraphs on --level 2 --path ./graphs")
-            return savegraphs.status()
+            return graphs.status()
         if args.word == "off":
             if args.options:
                 raise MagicUsageError("%msgraphs off takes no options.")
-            return savegraphs.configure(0)
+            return graphs.configure(0)
         path = os.path.abspath(os.path.expanduser(args.get("--path", "graphs")))
-        return savegraphs.configure(int(args.get("--level", "2")), path)
+        return graphs.configure(int(args.get("--level", "2")), path)
