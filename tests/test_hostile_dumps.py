@@ -300,7 +300,7 @@ def test_the_rdr_reader_and_the_context_keys_read_ascii_digits_only(tmp_path):
 
 def test_a_save_graphs_level_of_other_digits_in_the_environment(monkeypatch):
     from msdebug.recorders import graphs
-    from msdebug.views.dumps import _line_of
+    from msdebug.views.explorer import _line_of
 
     monkeypatch.setenv(graphs.ENV_LEVEL, "²")
     monkeypatch.setattr(graphs, "_context_keys", lambda: False)
