@@ -260,7 +260,7 @@ json.loads(text)
 # views/profile.py renders it and ipython/magics/profile.py holds %%msprofile.
 FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile"}
 UI_PIECES = {"status", "panel", "explorer"}
-# What else a folder may hold: helpers that are no feature, each documented by its folder's __init__.
+# What else a folder may hold: helpers that are no feature, each named in the README's Layout.
 HELPERS = {
     "backend": {"version", "process", "protos", "hooks"},  # hooks: PyNative op hooks, used by nan
     "recorders": {"envconfig"},  # MindSpore's env_config.json file, which RDR is read from
