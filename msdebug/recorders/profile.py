@@ -340,16 +340,16 @@ class Profile:
 
     @interrupts.protected  # the profiler starts whole, with fds 1 and 2 switched around it
     def _enter(self) -> Profile:
-        from ..backend import profiler
+        from ..backend import profile as ms_profiler
 
         self.output = _new_output(self._output_arg)
-        if profiler.env_profiler_running():
+        if ms_profiler.env_profiler_running():
             self._extra_notes.append("MS_PROFILER_OPTIONS is profiling this whole process as well.")
-        self.note = profiler.device_note()
+        self.note = ms_profiler.device_note()
         self._first_of_process = bool(self.note)
-        self._mode = profiler.execution_mode()
+        self._mode = ms_profiler.execution_mode()
         with _silenced(self._log, self.verbose):
-            self._session = profiler.open_session(str(self.output), analyse=self.timeline)
+            self._session = ms_profiler.open_session(str(self.output), analyse=self.timeline)
         self._number = 0
         if self.range is None or self.range[0] == 0:
             self._start()
