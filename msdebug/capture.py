@@ -13,7 +13,7 @@ its duration:
 
 On exit MindSpore's queue is synchronised (Print kernels of async graphs finish), the bytes
 are read back into a :class:`~msdebug.printfile.PrintLog` and shown. With ``file=`` fd 1
-points at that new file instead of the temporary file, and it is read back the same way. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.ipython.hooks` and :mod:`msdebug.ipython.magics.prints`.
+points at that new file instead of the temporary file, and it is read back the same way. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.ipython.hooks` and :mod:`msdebug.ipython.magics.print`.
 
 :class:`PrintFile` is the other use of the same plumbing: ``print_file_path`` on CPU and
 GPU, where MindSpore ignores it. Print output goes to the file, not the screen, until the

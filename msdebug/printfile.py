@@ -178,12 +178,12 @@ class PrintLog:
         return bool(self.raw) or bool(self.note) or bool(self._items)
 
     def __repr__(self) -> str:
-        from .views.printout import text_print_log
+        from .views.print import text_print_log
 
         return text_print_log(self)
 
     def _repr_html_(self) -> str:
-        from .views.printout import html_print_log
+        from .views.print import html_print_log
 
         return html_print_log(self)
 

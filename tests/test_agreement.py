@@ -247,7 +247,7 @@ from mindspore.profiler.envprofiler import EnvProfiler
 from mindspore.profiler.common.profiler_parameters import ProfilerParameters
 from mindspore.profiler.common import constant
 from mindspore.profiler.dynamic_profile.dynamic_profiler_config_context import DynamicProfilerConfigContext
-from msdebug.backend.profiler import profiler_tables
+from msdebug.backend.profile import profiler_tables
 from msdebug.errors import ProfilerOptionsError
 from msdebug.recorders.profile import check_config, config_fields, option_fields, profiler_options
 

@@ -201,7 +201,7 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
     ("ipython/explorer.py", "self.open(label, search=row.fullname)"): "opens a tab of the explorer, not a file",
     ("__init__.py", "source.read_text(encoding='utf-8')"): "msdebug's own extension/package.json",
-    ("backend/profiler.py", "(root / relative).read_text(encoding='utf-8')"): (
+    ("backend/profile.py", "(root / relative).read_text(encoding='utf-8')"): (
         "the installed MindSpore's own source, parsed for its profiler tables"
     ),
     ("views/status.py", "resources.files(__package__).joinpath('status.schema.json').read_text(encoding='utf-8')"): (
@@ -251,3 +251,50 @@ mmap.mmap(fd, 0)
 json.loads(text)
 """
     assert [line for line, _ in file_calls(source)] == list(range(3, 13))
+
+
+# --------------------------------------------------------------------------- one name per feature
+
+# Each feature has one noun, the same in every folder: backend/profile.py drives MindSpore's
+# profiler, recorders/profile.py makes it record, dumps/profile.py reads what it wrote,
+# views/profile.py renders it and ipython/magics/profile.py holds %%msprofile.
+FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile"}
+UI_PIECES = {"status", "panel", "explorer"}
+# What else a folder may hold: helpers that are no feature, each named in the README's Layout.
+HELPERS = {
+    "backend": {"version", "process", "protos", "hooks"},  # hooks: PyNative op hooks, used by nan
+    "recorders": {"envconfig"},  # MindSpore's env_config.json file, which RDR is read from
+    "dumps": {"ir", "cells"},  # the .ir format (rdr and graphs); notebook cell names
+    "views": {"_html", "_text", "svg"},  # shared HTML/text pieces; SVG charts and drawings
+    "ipython": {"extension", "prefs", "hooks", "completion", "controls", "comm"},
+    "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body
+}
+
+
+def misnamed(folder: str, names) -> list[str]:
+    """The modules of ``folder`` whose name is not a feature's noun, a UI piece, ``<feature>_<piece>``
+    (dumps/datadump_explorer.py) or one of the folder's helpers: a second name for a feature."""
+    allowed = FEATURES | UI_PIECES | HELPERS[folder]
+    wrong = []
+    for name in names:
+        feature, _, piece = name.partition("_")
+        if name not in allowed and not (feature in FEATURES and piece in UI_PIECES):
+            wrong.append(f"msdebug/{folder}/{name}.py")
+    return wrong
+
+
+def modules_in(folder: str) -> list[str]:
+    return sorted(path.stem for path in (PACKAGE / folder).glob("*.py") if path.name != "__init__.py")
+
+
+@pytest.mark.parametrize("folder", sorted(HELPERS))
+def test_each_feature_has_one_name_in_every_folder(folder):
+    assert misnamed(folder, modules_in(folder)) == []
+
+
+def test_the_naming_rule_refuses_a_second_name_for_a_feature():
+    second_names = ["profiler", "dump", "dumps", "printout", "prints", "dataexplorer", "savegraphs", "nan_report"]
+    assert misnamed("backend", ["profile", "datadump", *second_names]) == [
+        f"msdebug/backend/{name}.py" for name in second_names
+    ]
+    assert misnamed("views", ["datadump_explorer", "_html"]) == []

@@ -165,8 +165,8 @@ def test_repr_fits_100_columns_and_html_keeps_every_name_whole(nested_profile):
 def test_the_data_dump_and_rdr_text_tables_keep_the_tail_of_long_kernel_names():
     from types import SimpleNamespace as Row
 
-    from msdebug.views.dumps import text_memory
-    from msdebug.views.nan import text_exec
+    from msdebug.views.datadump import text_exec
+    from msdebug.views.explorer import text_memory
 
     names = [LONG[:-1] + str(digit) for digit in range(4)]
     view = Row(nonfinite_only=False, where="rank 0", matched=4, total=4, rows=[

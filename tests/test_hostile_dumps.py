@@ -299,12 +299,12 @@ def test_the_rdr_reader_and_the_context_keys_read_ascii_digits_only(tmp_path):
 
 
 def test_a_save_graphs_level_of_other_digits_in_the_environment(monkeypatch):
-    from msdebug.recorders import savegraphs
-    from msdebug.views.dumps import _line_of
+    from msdebug.recorders import graphs
+    from msdebug.views.explorer import _line_of
 
-    monkeypatch.setenv(savegraphs.ENV_LEVEL, "²")
-    monkeypatch.setattr(savegraphs, "_context_keys", lambda: False)
-    assert savegraphs.status().level == 0
+    monkeypatch.setenv(graphs.ENV_LEVEL, "²")
+    monkeypatch.setattr(graphs, "_context_keys", lambda: False)
+    assert graphs.status().level == 0
     assert (_line_of("/a/b.py:²"), _line_of("/a/b.py:12~14")) == (0, 12)
 
 

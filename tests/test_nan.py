@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -259,7 +260,7 @@ def test_nan_only_in_an_input_is_upstream(dumps, tmp_path):
 
 def test_multi_rank_earliest_wins_and_compare_across_ranks(dumps, tmp_path):
     from msdebug.dumps.datadump import read_data_dump
-    from msdebug.dumps.dataexplorer import DataDumpExplorer
+    from msdebug.dumps.datadump_explorer import DataDumpExplorer
     from msdebug.dumps.nan import scan_dump
 
     path = _writable_copy(dumps["graph"][0], tmp_path / "ranks")
@@ -303,7 +304,7 @@ def test_truncated_and_garbage_npy_are_reported_and_skipped(dumps, tmp_path):
 
 def test_malicious_file_names_are_listed_escaped_and_never_followed(dumps, tmp_path):
     from msdebug.dumps.datadump import read_data_dump
-    from msdebug.dumps.dataexplorer import DataDumpExplorer
+    from msdebug.dumps.datadump_explorer import DataDumpExplorer
     from msdebug.dumps.nan import scan_dump
 
     path = _writable_copy(dumps["graph"][0], tmp_path / "evil")
@@ -359,11 +360,34 @@ def test_explorer_exec_order_filter_tensor_viewer(dumps):
 # --------------------------------------------------------------------------- the dump config
 
 
+def test_inputs_has_one_default_outputs_only_and_the_nan_scan_asks_for_inputs(tmp_path, monkeypatch):
+    """``input_output`` has no MindSpore default: msdebug's one default is outputs only, in
+    :func:`build_config` as in :func:`enable` (``%msdump on``, ``--inputs`` adds them)."""
+    import inspect
+
+    from msdebug.recorders import datadump
+
+    defaults = {
+        function.__name__: inspect.signature(function).parameters["inputs"].default
+        for function in (datadump.build_config, datadump.enable)
+    }
+    assert defaults == {"build_config": False, "enable": False}
+    assert datadump.build_config(tmp_path)["common_dump_settings"]["input_output"] == 2
+    assert datadump.build_config(tmp_path, inputs=True)["common_dump_settings"]["input_output"] == 0
+    # %%msnan's own dump, before the first compile, has the inputs it judges parameters by
+    monkeypatch.setenv("MINDSPORE_DUMP_CONFIG", "")  # unset, and restored after the test
+    monkeypatch.setattr(datadump._switch, "graph_compiled", lambda: False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    path, made = datadump.dump_for_cell()
+    assert made
+    assert datadump.read_config(datadump._switch.config_file())["common_dump_settings"]["input_output"] == 0
+
+
 def test_config_rules_mirror_mindspore():
     from msdebug.errors import DumpConfigError
     from msdebug.recorders.datadump import build_config, check_config
 
-    good = build_config("/tmp/abs_dump", kernels="Default/Sqrt-op0, relu", iteration="0|2-4")
+    good = build_config("/tmp/abs_dump", kernels="Default/Sqrt-op0, relu", iteration="0|2-4", inputs=True)
     common = good["common_dump_settings"]
     assert (common["dump_mode"], common["kernels"], common["input_output"]) == (1, ["Default/Sqrt-op0", "relu"], 0)
     assert good["e2e_dump_settings"] == {"enable": True, "trans_flag": True}

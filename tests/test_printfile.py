@@ -179,7 +179,7 @@ def test_a_summarised_tensor_is_partial_never_reconstructed():
     (tensor,) = parse_text(SUMMARISED)
     assert tensor.partial and tensor.values is None and tensor.shape == (1000, 3)
     assert tensor.stats()["over"] == 6 and tensor.stats()["max"] == 2999.0
-    from msdebug.views.printout import tensor_summary
+    from msdebug.views.print import tensor_summary
 
     assert "partial: MindSpore printed 6 of 3000 elements" in tensor_summary(tensor)
 

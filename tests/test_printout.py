@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msdebug
 from msdebug.printfile import PrintLog
-from msdebug.views.printout import MAX_ITEMS, MAX_LINES, scalar_series
+from msdebug.views.print import MAX_ITEMS, MAX_LINES, scalar_series
 
 
 def test_a_long_captured_log_shows_its_last_line(ip):

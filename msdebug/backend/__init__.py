@@ -4,7 +4,8 @@
 * :mod:`.context`: :class:`Backend`, the context read without freezing and written after validation;
 * :mod:`.process`: the first import, the one Backend, compile tracking, queued work;
 * :mod:`.protos`: MindSpore's own generated protobuf modules;
-* :mod:`.dump`: the data-dump variable and when MindSpore took it; :mod:`.hooks`: PyNative op hooks.
+* :mod:`.datadump`: the data-dump variable and when MindSpore took it; :mod:`.hooks`: PyNative op hooks;
+* :mod:`.profile`: MindSpore's profiler API (the only module that imports ``mindspore.profiler``).
 """
 
 from __future__ import annotations

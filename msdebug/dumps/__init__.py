@@ -4,7 +4,7 @@
 * :mod:`.rdr`: a Running Data Recorder tree (``rank_*/rdr/``);
 * :mod:`.graphs`: a save_graphs directory;
 * :mod:`.explorer`: both behind one object, for :func:`msdebug.open_dump`;
-* :mod:`.datadump`: a data dump (``MINDSPORE_DUMP_CONFIG``), :mod:`.dataexplorer` its explorer,
+* :mod:`.datadump`: a data dump (``MINDSPORE_DUMP_CONFIG``), :mod:`.datadump_explorer` its explorer,
   :mod:`.nan`: the first non-finite tensor in execution order.
 """
 

@@ -1,7 +1,7 @@
 """One object over an RDR tree, a save_graphs directory or a single ``.ir`` file.
 
 ``msdebug.open_dump(path)`` returns an :class:`Explorer`; its methods return plain models
-that render themselves through :mod:`msdebug.views.dumps` (HTML in a notebook, text
+that render themselves through :mod:`msdebug.views.explorer` (HTML in a notebook, text
 elsewhere). The summary only lists files; IR files are parsed when a view needs them.
 """
 
@@ -46,12 +46,12 @@ class _Rendered:
     _view = ""
 
     def _repr_html_(self) -> str:
-        from ..views import dumps as views
+        from ..views import explorer as views
 
         return getattr(views, f"html_{self._view}")(self)
 
     def __repr__(self) -> str:
-        from ..views import dumps as views
+        from ..views import explorer as views
 
         return getattr(views, f"text_{self._view}")(self)
 
@@ -344,7 +344,7 @@ class Explorer(_Rendered):
     def _repr_html_(self) -> str:
         if self.kind == "ir":  # one file: its graph is what the person wants to see
             return self.graph()._repr_html_()
-        from ..views.dumps import html_explorer
+        from ..views.explorer import html_explorer
 
         return html_explorer(self.summary(), self.stage_nodes())
 
@@ -591,10 +591,10 @@ def open_dump(path: str | os.PathLike):
     DumpError
         When there is nothing there that msdebug can read; the message names the path.
     """
-    from . import datadump, dataexplorer
+    from . import datadump, datadump_explorer
 
     if datadump.find_data_dump(path) is not None:  # rank_*/execution_order: MindSpore's data dump
-        return dataexplorer.DataDumpExplorer(path)
+        return datadump_explorer.DataDumpExplorer(path)
     return Explorer(path)
 
 

@@ -103,9 +103,9 @@ def unregister(shell) -> None:
 
 
 def _views():
-    from ..views import dumps
+    from ..views import explorer
 
-    return dumps
+    return explorer
 
 
 def _option(text: str, width: int = 44) -> str:

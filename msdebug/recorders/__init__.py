@@ -1,7 +1,8 @@
 """Make MindSpore record something, and say what is in effect.
 
 * :mod:`.envconfig`: env_config.json and ``MS_RDR_*`` (the Running Data Recorder);
-* :mod:`.savegraphs`: save_graphs for the next graph compiles;
+* :mod:`.graphs`: save_graphs for the next graph compiles;
 * :mod:`.datadump`: data dumps (the dump JSON, MindSpore's rules, too late or not);
-* :mod:`.nan`: the ``%%msnan`` engine (PyNative hooks, or a data dump of the cell's graphs).
+* :mod:`.nan`: the ``%%msnan`` engine (PyNative hooks, or a data dump of the cell's graphs);
+* :mod:`.profile`: the profiler from a notebook (``%%msprofile``, its options and the dynamic profiler).
 """

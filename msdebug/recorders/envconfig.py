@@ -403,12 +403,12 @@ class RdrStatus:
         raise KeyError(key)
 
     def __repr__(self) -> str:
-        from ..views.dumps import text_rdr_status
+        from ..views.rdr import text_rdr_status
 
         return text_rdr_status(self)
 
     def _repr_html_(self) -> str:
-        from ..views.dumps import html_rdr_status
+        from ..views.rdr import html_rdr_status
 
         return html_rdr_status(self)
 

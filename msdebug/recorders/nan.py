@@ -338,7 +338,7 @@ class NanSession:
         self._held = False
 
     def __enter__(self) -> NanSession:
-        from ..backend import dump as _dump
+        from ..backend import datadump as _switch
         from ..backend import get_backend
         from ..backend.hooks import OpHooks
         from . import datadump
@@ -361,7 +361,7 @@ class NanSession:
                     self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
             if self.dump_path:
                 self._before = iteration_dirs(self.dump_path)
-            self._compiled = _dump.graph_compiled()
+            self._compiled = _switch.graph_compiled()
             if self.pynative and backend.read("mode") == 0:
                 from .. import settings
 
@@ -399,7 +399,7 @@ class NanSession:
 
     @interrupts.interruptible  # Ctrl-C may stop a long dump scan
     def _finish(self) -> None:
-        from ..backend import dump as _dump
+        from ..backend import datadump as _switch
 
         notes = []
         if self.dump_new:
@@ -414,7 +414,7 @@ class NanSession:
                 "this cell calls @jit functions, whose ops the hooks do not see; a data dump would show them, "
                 "but this process compiled a graph before one was set up"
             )
-        elif hooked is not None and not self.dump_path and not self._compiled and _dump.graph_compiled():
+        elif hooked is not None and not self.dump_path and not self._compiled and _switch.graph_compiled():
             hooked.notes.append(
                 "a graph (a GRAPH-mode Cell or an @jit function) ran in this cell: the hooks do not see its ops, "
                 "and no data dump can be set up any more in this process"

@@ -244,7 +244,7 @@ def _silenced(keep: list[str], verbose: bool) -> Iterator[None]:
         return
     import wurlitzer
 
-    from ..backend.profiler import quiet_logs
+    from ..backend.profile import quiet_logs
 
     sink = tempfile.TemporaryFile()
     logs = io.StringIO()
@@ -340,16 +340,16 @@ class Profile:
 
     @interrupts.protected  # the profiler starts whole, with fds 1 and 2 switched around it
     def _enter(self) -> Profile:
-        from ..backend import profiler
+        from ..backend import profile as ms_profiler
 
         self.output = _new_output(self._output_arg)
-        if profiler.env_profiler_running():
+        if ms_profiler.env_profiler_running():
             self._extra_notes.append("MS_PROFILER_OPTIONS is profiling this whole process as well.")
-        self.note = profiler.device_note()
+        self.note = ms_profiler.device_note()
         self._first_of_process = bool(self.note)
-        self._mode = profiler.execution_mode()
+        self._mode = ms_profiler.execution_mode()
         with _silenced(self._log, self.verbose):
-            self._session = profiler.open_session(str(self.output), analyse=self.timeline)
+            self._session = ms_profiler.open_session(str(self.output), analyse=self.timeline)
         self._number = 0
         if self.range is None or self.range[0] == 0:
             self._start()
@@ -484,7 +484,7 @@ def profile(
 
 
 def _callback_base() -> type:
-    from ..backend.profiler import callback_class
+    from ..backend.profile import callback_class
 
     return callback_class()
 
@@ -651,7 +651,7 @@ def option_fields() -> dict[str, Field]:
     itself, then every ``ProfilerParameters.PARAMS`` entry that JSON can hold (not ``schedule``
     nor ``on_trace_ready``), with the enums of the installed MindSpore."""
     from ..backend import installed_version
-    from ..backend.profiler import profiler_tables
+    from ..backend.profile import profiler_tables
 
     tables = profiler_tables()
     fields = {"start": Field("bool", required=True)}
@@ -665,7 +665,7 @@ def config_fields() -> dict[str, Field]:
     """What ``profiler_config.json`` takes: the keys DynamicProfilerConfigContext writes, typed
     as in ProfilerParameters, and its own (steps, analyse_mode, analyse, prof_path, is_valid)."""
     from ..backend import installed_version
-    from ..backend.profiler import profiler_tables
+    from ..backend.profile import profiler_tables
 
     tables = profiler_tables()
     enums = tables["enums"]
@@ -819,7 +819,7 @@ class DynamicProfile:
     """
 
     def __init__(self, cfg_path: str, output_path: str, poll_interval: int, verbose: bool) -> None:
-        from ..backend.profiler import dynamic_monitor
+        from ..backend.profile import dynamic_monitor
 
         self.cfg_path, self.output_path, self.poll_interval = Path(cfg_path), Path(output_path), poll_interval
         self.verbose = verbose
@@ -873,7 +873,7 @@ class DynamicProfile:
     def wait_read(self, timeout: float = 60.0) -> dict:
         """Wait until the monitor's poller has read the config as it is on disk now (after
         :meth:`edit`, it does so within ``poll_interval`` seconds); returns what it read."""
-        from ..backend.profiler import monitor_config
+        from ..backend.profile import monitor_config
 
         wanted = {key: value for key, value in read_config(self.config_path).items() if key in _WATCHED}
         deadline = time.monotonic() + timeout

@@ -1,4 +1,4 @@
-"""msdebug's magics: one module per group, each declaring one :class:`._parse.Spec` per magic.
+"""msdebug's magics: one module per feature, named after it, each declaring one :class:`._parse.Spec` per magic.
 
 :data:`MAGICS` is the one list: loading registers these classes, unloading removes what they
 registered, and completion reads their ``SPECS``.
@@ -19,10 +19,10 @@ __all__ = ["DECLARED", "MAGICS"]
 #: in the order of :data:`MAGICS`.
 DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
     "mscontext": (("line", "cell"), "msdebug.ipython.magics.context:ContextMagics"),
-    "msprint": (("line", "cell"), "msdebug.ipython.magics.prints:PrintMagics"),
-    "msgraphs": (("line",), "msdebug.ipython.magics.dumps:DumpMagics"),
-    "msrdr": (("line",), "msdebug.ipython.magics.dumps:DumpMagics"),
-    "msdump": (("line",), "msdebug.ipython.magics.nan:NanMagics"),
+    "msprint": (("line", "cell"), "msdebug.ipython.magics.print:PrintMagics"),
+    "msrdr": (("line",), "msdebug.ipython.magics.rdr:RdrMagics"),
+    "msgraphs": (("line",), "msdebug.ipython.magics.graphs:GraphsMagics"),
+    "msdump": (("line",), "msdebug.ipython.magics.datadump:DataDumpMagics"),
     "msnan": (("cell",), "msdebug.ipython.magics.nan:NanMagics"),
     "msprofile": (("cell",), "msdebug.ipython.magics.profile:ProfileMagics"),
 }
@@ -31,11 +31,14 @@ DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
 def __getattr__(name: str) -> Any:
     if name == "MAGICS":
         from .context import ContextMagics
-        from .dumps import DumpMagics
+        from .datadump import DataDumpMagics
+        from .graphs import GraphsMagics
         from .nan import NanMagics
-        from .prints import PrintMagics
+        from .print import PrintMagics
         from .profile import ProfileMagics
+        from .rdr import RdrMagics
 
-        globals()["MAGICS"] = found = (ContextMagics, PrintMagics, DumpMagics, NanMagics, ProfileMagics)
+        found = (ContextMagics, PrintMagics, RdrMagics, GraphsMagics, DataDumpMagics, NanMagics, ProfileMagics)
+        globals()["MAGICS"] = found
         return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""Dump models (summary, graph IR, execution order, memory, diff) -> escaped HTML and text.
+"""The explorer of an RDR or save_graphs tree (:mod:`msdebug.dumps.explorer`: summary, graph IR,
+execution order, memory, diff, .pb and .dot files) -> escaped HTML and text.
 
 Everything in a dump is untrusted: names, IR text and paths go through ``esc``. Tables
 are bounded by the models (``limit``) and say "showing N of M".
@@ -24,8 +25,6 @@ __all__ = [
     "html_graph",
     "html_memory",
     "html_pb",
-    "html_rdr_status",
-    "html_save_graphs",
     "html_summary",
     "middle",
     "size_text",
@@ -39,8 +38,6 @@ __all__ = [
     "text_graph",
     "text_memory",
     "text_pb",
-    "text_rdr_status",
-    "text_save_graphs",
     "text_summary",
 ]
 
@@ -726,87 +723,3 @@ def html_pb(pb) -> str:
         + _table(["op", "full name"], rows),
         cls="msdebug-dump",
     )
-
-
-# --------------------------------------------------------------------------- RDR status
-
-
-def _rdr_lines(status) -> list[str]:
-    if status.version is None:
-        head = "RDR: MindSpore is not installed"
-    elif not status.supported:
-        head = f"RDR: ignored by MindSpore {status.version} (it exists up to 2.7.0)"
-    else:
-        enabled = status.value("rdr.enable")
-        mode = status.value("rdr.mode")
-        head = f"RDR: {'on' if enabled else 'off'}, mode {mode} (MindSpore {status.version})"
-        if status.compiled:
-            head += "; a graph was compiled already, so these settings are fixed for this process"
-    lines = [head]
-    for setting in status.settings:
-        lines.append(f"  {setting.key:<14} {setting.value!s:<40} from {setting.source}")
-    if status.config_file:
-        lines.append(f"  env_config_path: {status.config_file}")
-    lines.append(f"  exported so far under {status.output}: {len(status.exported)} files")
-    return lines
-
-
-def text_rdr_status(status) -> str:
-    lines = _rdr_lines(status)
-    for path in status.exported[:10]:
-        lines.append(f"    {path}")
-    if len(status.exported) > 10:
-        lines.append(f"    showing 10 of {len(status.exported)} files")
-    lines += [f"note: {note}" for note in status.notes]
-    return "\n".join(lines)
-
-
-def html_rdr_status(status) -> str:
-    lines = _rdr_lines(status)
-    rows = [[esc(s.key), esc(s.value), esc(s.source)] for s in status.settings]
-    parts = [tag("div", esc(lines[0]), style=STRONG), _table(["setting", "value", "from"], rows)]
-    if status.config_file:
-        parts.append(_note(f"env_config_path: {status.config_file}"))
-    parts.append(_note(lines[-1]))
-    if status.exported:
-        shown = status.exported[:10]
-        items = "".join(tag("li", esc(p)) for p in shown)
-        parts.append(
-            tag("ul", items)
-            + (
-                _note(f"showing {len(shown)} of {len(status.exported)} files")
-                if len(shown) < len(status.exported)
-                else ""
-            )
-        )
-    for note in status.notes:
-        parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
-    return tag("div", "".join(parts), cls="msdebug-dump")
-
-
-# --------------------------------------------------------------------------- save_graphs
-
-
-def _save_graphs_head(status) -> str:
-    state = f"level {status.level} ({status.level_name})" if status.level else "off"
-    return f"save_graphs: {state}, into {status.path} (set through the {status.via})"
-
-
-def text_save_graphs(status) -> str:
-    lines = [_save_graphs_head(status), f"  {status.files} IR files there so far"]
-    lines += [f"    {count:>5}  {family}" for family, count in status.families]
-    if status.files:
-        lines.append(f"  read them with msdebug.open_dump({status.path!r})")
-    lines += [f"note: {note}" for note in status.notes]
-    return "\n".join(lines)
-
-
-def html_save_graphs(status) -> str:
-    rows = [[esc(family), esc(count)] for family, count in status.families]
-    parts = [tag("div", esc(_save_graphs_head(status)), style=STRONG), _note(f"{status.files} IR files there so far")]
-    if rows:
-        parts.append(_table(["family", "files"], rows))
-        parts.append(tag("div", tag("code", esc(f"msdebug.open_dump({status.path!r})")), style=NOTE))
-    for note in status.notes:
-        parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
-    return tag("div", "".join(parts), cls="msdebug-dump")

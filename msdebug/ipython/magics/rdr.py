@@ -1,4 +1,4 @@
-"""``%msrdr`` and ``%msgraphs``: configure RDR and save_graphs, see what they wrote."""
+"""``%msrdr``: configure the Running Data Recorder (RDR), see what it wrote."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from ...errors import MagicUsageError
 from ._parse import Form, Option, Parsed, Spec, magic_spec
 
-__all__ = ["DumpMagics", "GRAPHS", "RDR"]
+__all__ = ["RDR", "RdrMagics"]
 
 RDR = Spec(
     "msrdr",
@@ -27,28 +27,16 @@ RDR = Spec(
     ),
 )  # fmt: skip
 
-GRAPHS = Spec(
-    "msgraphs",
-    line=Form(
-        words=("on", "off"),
-        options=(
-            Option("--level", "1|2|3", "1 compile stages, 2 also backend passes, 3 also .dot graphs",
-                   choices=("1", "2", "3")),
-            Option("--path", "DIR", "where the IR files go (default ./graphs)"),
-        ),
-    ),
-)  # fmt: skip
-
 
 def _absolute(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
 @magics_class
-class DumpMagics(Magics):
-    """``%msrdr`` and ``%msgraphs``."""
+class RdrMagics(Magics):
+    """``%msrdr``."""
 
-    SPECS = (RDR, GRAPHS)
+    SPECS = (RDR,)
 
     @no_var_expand
     @line_magic
@@ -92,31 +80,3 @@ class DumpMagics(Magics):
             if via == "file":
                 config.write(_absolute(options.get("--file", "mindspore_config.json")))
             return config.apply(via=via)
-
-    @no_var_expand
-    @line_magic
-    @magic_spec(GRAPHS)
-    def msgraphs(self, args: Parsed) -> Any:
-        """save_graphs: dump the IR of the next graph compiles, and read what was dumped.
-
-        Usage::
-
-            %msgraphs                          the level and directory, and the files there so far
-            %msgraphs on [--level 1|2|3] [--path DIR]
-            %msgraphs off
-
-        Level 1 dumps the compile stages, 2 adds backend passes (default), 3 adds .dot
-        graphs (hundreds of files). --path defaults to ./graphs, made absolute here.
-        Then: msdebug.open_dump(DIR).
-        """
-        from ...recorders import savegraphs
-
-        if not args.word:
-            if args.options:
-                raise MagicUsageError("%msgraphs: options go with on, e.g. %msgraphs on --level 2 --path ./graphs")
-            return savegraphs.status()
-        if args.word == "off":
-            if args.options:
-                raise MagicUsageError("%msgraphs off takes no options.")
-            return savegraphs.configure(0)
-        return savegraphs.configure(int(args.get("--level", "2")), _absolute(args.get("--path", "graphs")))

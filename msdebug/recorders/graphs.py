@@ -36,12 +36,12 @@ class SaveGraphsStatus:
         return LEVELS.get(self.level, "?")
 
     def __repr__(self) -> str:
-        from ..views.dumps import text_save_graphs
+        from ..views.graphs import text_save_graphs
 
         return text_save_graphs(self)
 
     def _repr_html_(self) -> str:
-        from ..views.dumps import html_save_graphs
+        from ..views.graphs import html_save_graphs
 
         return html_save_graphs(self)
 

@@ -2,7 +2,7 @@
 
 Execution order with per-op statistics and a non-finite filter, one tensor (statistics, a
 histogram, its values folded), one tensor across ranks or iterations, and the first
-non-finite value. Models only: they render through :mod:`msdebug.views.nan`.
+non-finite value. Models only: they render through :mod:`msdebug.views.datadump`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ __all__ = [
     "CompareRow",
     "DataDumpExplorer",
     "DataDumpSummary",
+    "DataExecRow",
     "DataExecView",
     "IterationRow",
-    "OpRow",
     "TensorCompare",
     "TensorView",
 ]
@@ -41,17 +41,17 @@ __all__ = [
 
 
 class _Rendered:
-    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.nan`, named after the class."""
+    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.datadump`, named after the class."""
 
     _view = ""
 
     def _repr_html_(self) -> str:
-        from ..views import nan as views
+        from ..views import datadump as views
 
         return getattr(views, f"html_{self._view}")(self)
 
     def __repr__(self) -> str:
-        from ..views import nan as views
+        from ..views import datadump as views
 
         return getattr(views, f"text_{self._view}")(self)
 
@@ -81,7 +81,7 @@ class DataDumpSummary(_Rendered):
 
 
 @dataclass(frozen=True)
-class OpRow:
+class DataExecRow:
     index: int
     name: str
     op_type: str
@@ -103,7 +103,7 @@ class DataExecView(_Rendered):
 
     path: str
     where: str
-    rows: tuple[OpRow, ...]
+    rows: tuple[DataExecRow, ...]
     total: int
     matched: int
     nonfinite_only: bool
@@ -200,7 +200,7 @@ class DataDumpExplorer(_Rendered):
             if node is not None and node.source is not None:
                 loc = node.source
                 row_source, code = f"{loc.path}:{loc.line}", cells.cell_code(loc.path, loc.line) or loc.code.strip()
-            row = OpRow(op.index, op.name, op.op_type, outputs, inputs_finite, row_source, code)
+            row = DataExecRow(op.index, op.name, op.op_type, outputs, inputs_finite, row_source, code)
             if nonfinite and row.finite is not False:
                 continue
             matched += 1
