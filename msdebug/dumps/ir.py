@@ -529,6 +529,7 @@ _NODE_BLOCK = re.compile(r"^  %(\d+)\(([^)\n]*)\) = ([^\s(\[][^\n]*)\n((?:      
 _CHUNK = 1 << 20  # the bulk step holds a few bytes per byte of a chunk: 1 MiB keeps that small
 _OPEN = b"subgraph @"  # what _SCAN's first branch matches, for the bulk step
 _PARENT = " parent: [subgraph @"
+_EMPTY_GRAPH = re.compile(rb"\nsubgraph @[^\n]*\n+\}")  # what the bulk step takes: without one, it is not tried
 _NO_NODES: list = []  # shared by every empty graph; never appended to
 
 
@@ -558,7 +559,7 @@ class _Scan:
 
     def chunk(self, data: bytes, base: int) -> None:
         """Scan ``data``, which starts with a newline at file offset ``base`` and holds whole lines."""
-        if self.bulk:
+        if self.bulk and _EMPTY_GRAPH.search(data):
             self._chunk_in_bulk(data, base)
         else:
             self._lines(data, base, 0, len(data), self.lineno)
