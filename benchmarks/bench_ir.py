@@ -7,8 +7,9 @@ thousand nodes each, the shape a big network's dump has.
 Goal: ``msdebug.dumps.read_ir`` (the scan: graphs, op counts, headers) reaches at least
 0.3x the throughput of a bare ``for line in open(path, encoding="utf-8")`` loop. The time
 to parse every node of the largest graph is reported too. A second file of nothing but empty
-subgraphs (``--empty-mb``) holds ``dump --graph`` to at least 0.05x the bare read and a peak
-below 20x the file's size. The script exits 1 when it misses a goal.
+subgraphs (``--empty-mb``, 20 MB: 804,445 graphs) holds ``dump --graph`` to at least 0.1x the
+bare read and a peak under 100 MB, both measured in the same run. The script exits 1 when it
+misses a goal.
 
     python benchmarks/bench_ir.py [--mb 100] [--runs 3]
 """
@@ -75,8 +76,9 @@ def generate_empty(path: Path, megabytes: int) -> int:
 
 def empty_subgraphs(scratch: Path, megabytes: int, runs: int) -> dict:
     """``msdebug dump FILE --graph NAME`` (the explorer: scan, every node, op counts) against a
-    bare line read of the same file, in the same run; goal: at least 0.05x its throughput and a
-    peak below 20x the file's size (it was 0.01x and 30x: one open per graph)."""
+    bare line read of the same file, in the same run; goal: at least 0.1x its throughput and a
+    peak under 100 MB (it was 0.01x and 30x the file: one open per graph; then 0.03x and 284 MB:
+    an object and a Python step per graph)."""
     from msdebug.dumps.explorer import open_dump
 
     path = scratch / "empty.ir"
@@ -102,6 +104,7 @@ def empty_subgraphs(scratch: Path, megabytes: int, runs: int) -> dict:
         "empty_dump_graph_s": round(dump_s, 3),
         "empty_throughput_ratio": round(bare_s / dump_s, 3),
         "empty_goal": EMPTY_GOAL,
+        "empty_peak_goal_mb": EMPTY_PEAK_MB,
         "empty_peak_memory_mb": round(peak / 1e6, 1),
         "empty_peak_per_file_mb": round(peak / size, 1),
     }
@@ -116,19 +119,17 @@ def bare(path: Path) -> int:
 
 
 GOAL = 0.3
-EMPTY_GOAL = 0.05
-EMPTY_PEAK_PER_FILE = 20
+EMPTY_GOAL = 0.1
+EMPTY_PEAK_MB = 100
 
 
 def goals(result: dict) -> dict[str, bool]:
     ratio = result["throughput_ratio"]
     out = {f"read_ir at least {GOAL}x a bare line read ({ratio}x)": ratio >= GOAL}
     if "empty_throughput_ratio" in result:
-        empty, peak = result["empty_throughput_ratio"], result["empty_peak_per_file_mb"]
+        empty, peak = result["empty_throughput_ratio"], result["empty_peak_memory_mb"]
         out[f"empty subgraphs: dump --graph at least {EMPTY_GOAL}x a bare line read ({empty}x)"] = empty >= EMPTY_GOAL
-        out[f"empty subgraphs: peak below {EMPTY_PEAK_PER_FILE}x the file's size ({peak}x)"] = (
-            peak < EMPTY_PEAK_PER_FILE
-        )
+        out[f"empty subgraphs: peak under {EMPTY_PEAK_MB} MB ({peak} MB)"] = peak < EMPTY_PEAK_MB
     return out
 
 
@@ -188,7 +189,8 @@ def main() -> int:
         print(
             f"{empty['empty_file_mb']} MB of {empty['empty_graphs']} empty subgraphs: dump --graph "
             f"{empty['empty_dump_graph_s']} s, bare read {empty['empty_bare_read_s']} s, ratio "
-            f"{empty['empty_throughput_ratio']}x (goal >= 0.05x); peak {empty['empty_peak_memory_mb']} MB"
+            f"{empty['empty_throughput_ratio']}x (goal >= {EMPTY_GOAL}x); peak {empty['empty_peak_memory_mb']} MB "
+            f"(goal < {EMPTY_PEAK_MB} MB)"
         )
     print(json.dumps(result))
     return verdict(goals(result))

@@ -125,3 +125,34 @@ def test_every_fixture_agrees_with_its_text():
         data = path.read_bytes()
         check(read_ir(path), data)
         check(parse_ir(data), data)
+
+
+# Lines that make runs of empty subgraphs, which the scan takes in bulk, as arrays.
+RUNS = ["subgraph @e() {", "subgraph @p parent: [subgraph @q](%para1_x) {", "}", "}x", "", "", "# In file /p.py:1/c/"]
+
+
+def _everything(data: bytes, bulk: bool, chunk: int) -> list | str:
+    """What a reader can learn from ``data`` read in ``chunk``-byte pieces; the error, if any."""
+    from msdebug.dumps.ir import _scan
+
+    pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+    try:
+        ir = _scan(pieces, "x", lambda start, end: data[start:end], bulk)
+    except DumpFormatError as error:
+        return str(error)
+    fields = ("name", "params", "parent", "lineno", "location", "returns", "closed", "start", "end", "node_count")
+    head = [ir.entry, ir.total_subgraphs, ir.params, ir.attrs, ir.lines, ir.size, ir.node_count, ir.op_counts()]
+    graphs = [[getattr(graph, name) for name in fields] + [[n.signature() for n in graph.nodes]] for graph in ir.graphs]
+    return [head, graphs, [(node.graph, node.lineno) for node in ir.nodes()], list(ir.graphs.counts())]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(RUNS), line), max_size=60), st.booleans(), st.integers(1, 80))
+@example(["# In file /p.py:1/c/", "subgraph @e() {", "}", "subgraph @e() {", "", "}"], True, 80)
+@example(["subgraph @g() {", "  %0(a) = Op()", "subgraph @e() {", "}", "}"], False, 7)  # @g has no "}"
+def test_runs_of_empty_subgraphs_read_in_bulk_as_line_by_line(lines, final_newline, chunk):
+    """The bulk step gives every graph, line, offset and error the line-by-line scan gives,
+    in one piece and cut into chunks anywhere."""
+    data = ("\n".join(lines) + ("\n" if final_newline else "")).encode("utf-8", "surrogatepass")
+    for size in (chunk, len(data) + 1):
+        assert _everything(data, True, size) == _everything(data, False, size)

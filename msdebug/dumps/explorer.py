@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,7 +128,7 @@ class GraphView(_Rendered):
 
     file: str
     entry: str
-    graphs: tuple[tuple[str, int], ...]  # name, node count
+    graphs: Sequence[tuple[str, int]]  # name, node count; made as read (a dump may hold 800,000)
     total_nodes: int
     op_counts: tuple[tuple[str, int], ...]
     rows: tuple[NodeRow, ...]
@@ -418,7 +419,7 @@ class Explorer(_Rendered):
         return GraphView(
             file=str(path),
             entry=ir.entry,
-            graphs=tuple((g.name, g.node_count) for g in ir.graphs),
+            graphs=ir.graphs.counts(),
             total_nodes=ir.node_count,
             op_counts=tuple(ops.most_common()),
             rows=rows,

@@ -23,18 +23,32 @@ Layout (MindSpore 2.7.0 and 2.10)::
 
 from __future__ import annotations
 
+import operator
 import os
 import re
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import BinaryIO
 
+import numpy as np
+
 from ..errors import DumpError, DumpFormatError
 from ..files import ascii_number, open_regular
 
-__all__ = ["IrFile", "IrGraph", "IrNode", "SourceLocation", "parse_ir", "read_ir", "looks_binary"]
+__all__ = [
+    "GraphCounts",
+    "IrFile",
+    "IrGraph",
+    "IrGraphs",
+    "IrNode",
+    "SourceLocation",
+    "parse_ir",
+    "read_ir",
+    "looks_binary",
+]
 
 # ASCII whitespace, as in the byte patterns of the scan, so a node's op is the one op_counts counted.
 _CALLEE = re.compile(r"(call @[^\s(]+|%\d+|[^\s(\[]+)", re.ASCII)
@@ -229,7 +243,6 @@ class IrGraph:
     parsed from the file the first time :attr:`nodes` is asked for.
     """
 
-    # One per subgraph, and a dump may hold hundreds of thousands of (empty) subgraphs.
     __slots__ = (
         "name", "params", "lineno", "location", "returns", "parent", "closed", "start", "end", "raw_ops",
         "_loader", "_nodes",
@@ -248,6 +261,15 @@ class IrGraph:
         self.raw_ops: list[bytes] | tuple[()] = ()  # each node's callee as the scan saw it
         self._loader = loader
         self._nodes: list[IrNode] | None = None
+
+    @classmethod
+    def _from_head(cls, head: bytes, lineno: int, location: str, start: int, loader) -> IrGraph:
+        """The graph whose ``subgraph @`` line goes on with ``head``."""
+        name, _, params = head.decode("utf-8", "replace").partition("(")
+        name, _, parent = name.partition(_PARENT)
+        graph = cls(name, params.rsplit(")", 1)[0], lineno, location, start, loader)
+        graph.parent = parent.rstrip("]")
+        return graph
 
     def add_ops(self, found: list[bytes]) -> None:
         # An empty graph keeps the shared empty tuple: no list per subgraph.
@@ -272,7 +294,8 @@ class IrGraph:
     @property
     def nodes(self) -> list[IrNode]:
         if self._nodes is None:
-            self._parse(self._loader(self.start, self.end))
+            # The node lines are exactly the ones the scan counted: none counted, nothing to read.
+            self._parse(self._loader(self.start, self.end) if self.raw_ops else b"")
         return self._nodes
 
     def _parse(self, raw: bytes) -> None:
@@ -294,6 +317,124 @@ class IrGraph:
         return f"<IrGraph @{self.name}: {self.node_count} nodes, line {self.lineno}>"
 
 
+class IrGraphs(Sequence):
+    """The graphs of one file, in file order: a sequence of :class:`IrGraph`.
+
+    A dump may hold 800,000 empty subgraphs. The scan keeps each empty one as three numbers
+    in arrays (offset, end, line) and its ``subgraph @`` line in one bytes blob; its
+    :class:`IrGraph` is made the first time it is asked for. Graphs with nodes (and the few
+    empty ones the bulk step leaves to the line-by-line scan) are made as the scan meets them.
+    """
+
+    __slots__ = ("_start", "_end", "_lineno", "_heads", "_head_end", "_made", "_loader")
+
+    def __init__(self, loader: Callable[[int, int], bytes] | None = None) -> None:
+        self._start, self._end, self._lineno = array("q"), array("q"), array("q")
+        self._heads = bytearray()  # every graph's head line, each followed by "\n"
+        self._head_end = array("q")  # where each graph's head (with its "\n") ends in _heads
+        self._made: dict[int, IrGraph] = {}
+        self._loader = loader
+
+    def __len__(self) -> int:
+        return len(self._start)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("graph index out of range")
+        graph = self._made.get(index)
+        if graph is None:
+            graph = IrGraph._from_head(self._head(index), self._lineno[index], "", self._start[index], self._loader)
+            graph.end, graph.closed = self._end[index], True
+            self._made[index] = graph
+        return graph
+
+    def __repr__(self) -> str:
+        return f"<IrGraphs: {len(self)} graphs>"
+
+    def _head(self, index: int) -> bytes:
+        return bytes(self._heads[self._head_end[index - 1] if index else 0 : self._head_end[index] - 1])
+
+    def _name(self, index: int) -> str:
+        graph = self._made.get(index)
+        return graph.name if graph is not None else IrGraph._from_head(self._head(index), 0, "", 0, None).name
+
+    def _add(self, graph: IrGraph, head: bytes) -> None:
+        """A graph the line-by-line scan made (it may still grow: ops, its end)."""
+        self._made[len(self._start)] = graph
+        self._start.append(graph.start)
+        self._end.append(graph.start)
+        self._lineno.append(graph.lineno)
+        self._heads += head
+        self._heads += b"\n"
+        self._head_end.append(len(self._heads))
+
+    def _extend_empty(self, starts, ends, linenos, heads: bytes, head_ends) -> None:
+        """Empty, closed graphs found in bulk: int64 arrays, and their heads each ending in "\\n"."""
+        for column, values in ((self._start, starts), (self._end, ends), (self._lineno, linenos)):
+            column.frombytes(np.ascontiguousarray(values, np.int64).view(np.uint8))
+        self._head_end.frombytes(np.ascontiguousarray(head_ends + len(self._heads), np.int64).view(np.uint8))
+        self._heads += heads
+
+    def _with_nodes(self) -> list[IrGraph]:
+        """The graphs that have nodes, in file order (every other graph is empty)."""
+        return [graph for _, graph in sorted(self._made.items()) if graph.raw_ops]
+
+    def find(self, name: str) -> int:
+        """The index of the first graph called ``name`` (or ``name`` without its ``@``); -1 if none."""
+        names = [n for n in dict.fromkeys((name, name.lstrip("@"))) if "(" not in n and "\n" not in n]
+        if not names:
+            return -1
+        # A head is the name, then "(" or " parent: [subgraph @" or nothing (see _from_head).
+        wanted = re.compile("^(?:" + "|".join(map(re.escape, names)) + ")(?:\\(|" + re.escape(_PARENT) + "|$)", re.M)
+        text = self._heads.decode("utf-8", "replace")
+        match = wanted.search(text)
+        return -1 if match is None else text.count("\n", 0, match.start())
+
+    def counts(self) -> GraphCounts:
+        """``(name, node count)`` of every graph, made one at a time as a view reads them."""
+        return GraphCounts(self)
+
+
+class GraphCounts(Sequence):
+    """``(name, node count)`` per graph, in file order: what a summary lists (a few of them)."""
+
+    __slots__ = ("_graphs",)
+
+    def __init__(self, graphs: IrGraphs) -> None:
+        self._graphs = graphs
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("graph index out of range")
+        graph = self._graphs._made.get(index)
+        return (graph.name, graph.node_count) if graph is not None else (self._graphs._name(index), 0)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(map(repr, self[:4]))
+        return f"GraphCounts([{shown}{', ...' if len(self) > 4 else ''}], {len(self)} graphs)"
+
+
 @dataclass
 class IrFile:
     """A parsed ``.ir`` file."""
@@ -305,7 +446,7 @@ class IrFile:
     total_cnodes: int | None = None
     params: list[tuple[str, str]] = field(default_factory=list)
     attrs: dict[str, str] = field(default_factory=dict)
-    graphs: list[IrGraph] = field(default_factory=list)
+    graphs: IrGraphs = field(default_factory=IrGraphs)
     lines: int = 0
     size: int = 0
     _loader: Callable[[int, int], bytes] | None = field(default=None, repr=False, compare=False)
@@ -313,13 +454,15 @@ class IrFile:
 
     def nodes(self) -> Iterator[IrNode]:
         """Every node, graph by graph; the bodies not parsed yet are read in one pass over one
-        open file (not one open per graph: a dump may hold 800,000 empty subgraphs)."""
-        if self._source is None or all(graph._nodes is not None for graph in self.graphs):
-            for graph in self.graphs:
+        open file (not one open per graph), and graphs without nodes are not read at all (a
+        dump may hold 800,000 empty subgraphs)."""
+        graphs = self.graphs._with_nodes()
+        if self._source is None or all(graph._nodes is not None for graph in graphs):
+            for graph in graphs:
                 yield from graph.nodes
             return
         with self._source() as handle:
-            for graph in self.graphs:
+            for graph in graphs:
                 if graph._nodes is None:
                     handle.seek(graph.start)
                     graph._parse(handle.read(graph.end - graph.start))
@@ -328,20 +471,21 @@ class IrFile:
     @property
     def node_count(self) -> int:
         """CNodes in the graph bodies (``Total number of cnodes`` counts Return lines too)."""
-        return sum(graph.node_count for graph in self.graphs)
+        return sum(graph.node_count for graph in self.graphs._made.values())
 
     def op_counts(self) -> Counter:
         """How often each op occurs, most common first."""
         total: Counter = Counter()
-        for raw, number in Counter(chain.from_iterable(graph.raw_ops for graph in self.graphs)).items():
-            total[_op_name(raw)] += number  # one Counter for the file, not one per graph
+        raw = chain.from_iterable(graph.raw_ops for graph in self.graphs._made.values())
+        for op, number in Counter(raw).items():
+            total[_op_name(op)] += number  # one Counter for the file, not one per graph
         return total
 
     def graph(self, name: str) -> IrGraph:
-        for graph in self.graphs:
-            if graph.name == name or graph.name == name.lstrip("@"):
-                return graph
-        raise KeyError(name)
+        index = self.graphs.find(name)
+        if index < 0:
+            raise KeyError(name)
+        return self.graphs[index]
 
     def find(self, text: str = "", op: str = "") -> list[IrNode]:
         """Nodes whose line, name, scope or source contains ``text`` and whose op is ``op``."""
@@ -382,7 +526,10 @@ _OPS = re.compile(rb"\n  %\d+\([^)\n]*\) = (call @|%\d|[^\s(\[]+)")
 _ATTR = re.compile(rb"\n([A-Za-z_][\w.-]*): ([^\n]*)")
 # Exactly the node lines _OPS counts (an op starts the right-hand side), so node_count == len(nodes).
 _NODE_BLOCK = re.compile(r"^  %(\d+)\(([^)\n]*)\) = ([^\s(\[][^\n]*)\n((?:      [^\n]*\n)*)", re.M | re.ASCII)
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20  # the bulk step holds a few bytes per byte of a chunk: 1 MiB keeps that small
+_OPEN = b"subgraph @"  # what _SCAN's first branch matches, for the bulk step
+_PARENT = " parent: [subgraph @"
+_EMPTY_GRAPH = re.compile(rb"\nsubgraph @[^\n]*\n+\}")  # what the bulk step takes: without one, it is not tried
 _NO_NODES: list = []  # shared by every empty graph; never appended to
 
 
@@ -398,8 +545,9 @@ def _op_name(raw: bytes) -> str:
 class _Scan:
     """State carried from one chunk to the next."""
 
-    def __init__(self, ir: IrFile) -> None:
+    def __init__(self, ir: IrFile, bulk: bool = True) -> None:
         self.ir = ir
+        self.bulk = bulk  # take runs of empty graphs in bulk (off only to test it against the line scan)
         self.graph: IrGraph | None = None
         self.location = ""
         self.lineno = 1  # of the line after the newline a chunk starts with
@@ -411,8 +559,78 @@ class _Scan:
 
     def chunk(self, data: bytes, base: int) -> None:
         """Scan ``data``, which starts with a newline at file offset ``base`` and holds whole lines."""
-        ir, count, position, lineno = self.ir, data.count, 0, self.lineno
-        for match in _SCAN.finditer(data):
+        if self.bulk and _EMPTY_GRAPH.search(data):
+            self._chunk_in_bulk(data, base)
+        else:
+            self._lines(data, base, 0, len(data), self.lineno)
+        self.lineno += data.count(b"\n")
+
+    def _chunk_in_bulk(self, data: bytes, base: int) -> None:
+        """The line scan between runs of empty graphs; each run taken with a few array operations.
+
+        A run is ``subgraph @...`` lines each followed by a ``}`` line, with nothing but empty
+        lines among them: the graphs the line scan would open and close with nothing in them.
+        """
+        buf = np.frombuffer(data, np.uint8)
+        newlines = np.flatnonzero(buf == 10)  # newlines[k] ends line k-1; line k starts after it
+        # The first byte of each line; the line after the last newline may be empty.
+        last = int(buf[newlines[-1] + 1]) if newlines[-1] + 1 < len(buf) else 10
+        first = np.append(buf[newlines[:-1] + 1], np.uint8(last))
+        kind = np.full(len(first), 3, np.uint8)  # 0 empty, 1 "subgraph @", 2 "}", 3 anything else
+        kind[first == 10] = 0
+        kind[first == ord("}")] = 2
+        opens = np.flatnonzero(first == ord("s"))
+        del first
+        for offset, byte in enumerate(_OPEN[1:], 1):  # keep the lines that read "subgraph @"
+            opens = opens[newlines[opens] + 1 + offset < len(buf)]
+            opens = opens[buf[newlines[opens] + 1 + offset] == byte]
+        kind[opens] = 1
+        events = np.flatnonzero(kind)  # the lines that are not empty
+        kinds = kind[events]
+        pairs = np.flatnonzero((kinds[:-1] == 1) & (kinds[1:] == 2))  # an open, then its close
+        if not len(pairs):
+            self._lines(data, base, 0, len(data), self.lineno)
+            return
+        # Runs of pairs: a pair whose open is the event right after the previous pair's close.
+        breaks = np.flatnonzero(np.diff(pairs) != 2) + 1
+        position = 0  # the newline the line scan goes on from
+        for run in np.split(pairs, breaks):
+            open_lines, close_lines = events[run], events[run + 1]
+            self._lines(data, base, position, int(newlines[open_lines[0]]), self.lineno + _line(newlines, position))
+            if self.location:  # the first graph has a "# In file" line: the line scan keeps it
+                position = _end_of_line(newlines, int(close_lines[0]), len(buf))
+                self._lines(data, base, int(newlines[open_lines[0]]), position, self.lineno + int(open_lines[0]))
+                open_lines, close_lines = open_lines[1:], close_lines[1:]
+                if not len(open_lines):
+                    continue
+            self.found = True
+            if self.graph is not None:  # a graph without "}" before this run
+                self.close_graph(base + int(newlines[open_lines[0]]) + 1)
+            head_starts = newlines[open_lines] + 1 + len(_OPEN)
+            head_ends = newlines[open_lines + 1] + 1  # each head with the newline that ends it
+            # The heads' bytes: +1 where one starts, -1 where it ends, summed up to a mask.
+            low, high = int(head_starts[0]), int(head_ends[-1])
+            mask = np.zeros(high - low + 1, np.int8)
+            mask[head_starts - low] = 1
+            mask[head_ends - low] = -1
+            np.cumsum(mask, dtype=np.int8, out=mask)
+            self.ir.graphs._extend_empty(
+                base + newlines[open_lines] + 1,
+                base + newlines[close_lines] + 2,
+                self.lineno + open_lines,
+                buf[low:high][mask[:-1].view(bool)].tobytes(),
+                np.cumsum(head_ends - head_starts),
+            )
+            position = _end_of_line(newlines, int(close_lines[-1]), len(buf))
+        self._lines(data, base, position, len(data), self.lineno + _line(newlines, position))
+
+    def _lines(self, data: bytes, base: int, position: int, stop: int, lineno: int) -> None:
+        """The line scan of ``data[position:stop]``: ``position`` is a newline, or ``stop``, as is ``stop``;
+        ``lineno`` is the line after the newline at ``position``."""
+        if position >= stop:
+            return
+        ir, count = self.ir, data.count
+        for match in _SCAN.finditer(data, position, stop):
             self.found = True
             start = match.start()
             lineno += count(b"\n", position + 1, start + 1)
@@ -423,13 +641,9 @@ class _Scan:
             if kind == 1:
                 if self.graph is not None:  # a graph without "}" before the next one
                     self.close_graph(base + start + 1)
-                name, _, params = match.group(1).decode("utf-8", "replace").partition("(")
-                name, _, parent = name.partition(" parent: [subgraph @")
-                self.graph = IrGraph(
-                    name, params.rsplit(")", 1)[0], lineno, self.location, base + start + 1, ir._loader
-                )
-                self.graph.parent = parent.rstrip("]")
-                ir.graphs.append(self.graph)
+                head = match.group(1)
+                self.graph = IrGraph._from_head(head, lineno, self.location, base + start + 1, ir._loader)
+                ir.graphs._add(self.graph, head)
                 self.location = ""
             elif kind == 2:
                 if self.graph is not None:
@@ -458,13 +672,22 @@ class _Scan:
                 for key, value in _ATTR.findall(data, match.end(), end if end >= 0 else len(data)):
                     ir.attrs[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
         if self.graph is not None:
-            self.graph.add_ops(_OPS.findall(data, position))
-        self.lineno = lineno + count(b"\n", position + 1) + 1
+            self.graph.add_ops(_OPS.findall(data, position, stop))
 
 
-def _scan(chunks: Iterable[bytes], path: str, loader: Callable[[int, int], bytes]) -> IrFile:
-    ir = IrFile(path, _loader=loader)
-    scan = _Scan(ir)
+def _line(newlines, position: int) -> int:
+    """Which line (counted from the chunk's first) starts after the newline at ``position``."""
+    return int(np.searchsorted(newlines, position))
+
+
+def _end_of_line(newlines, line: int, size: int) -> int:
+    """The newline that ends ``line``, or ``size`` for the last line."""
+    return int(newlines[line + 1]) if line + 1 < len(newlines) else size
+
+
+def _scan(chunks: Iterable[bytes], path: str, loader: Callable[[int, int], bytes], bulk: bool = True) -> IrFile:
+    ir = IrFile(path, graphs=IrGraphs(loader), _loader=loader)
+    scan = _Scan(ir, bulk)
     data, base, size = b"\n", -1, 0  # a newline in front of line 1, at offset -1
     for piece in chunks:
         size += len(piece)
