@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -203,14 +204,15 @@ def chart_scale(
     low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
     if high == low:
         pad = abs(high) * 0.1 or 1.0
-        low, high = low - pad, high + pad
+        low, high = max(low - pad, -sys.float_info.max), min(high + pad, sys.float_info.max)
     span_x = max(1, length - 1)
 
     def x_at(index: float) -> float:
         return left + plot_w * index / span_x
 
     def y_at(value: float) -> float:
-        return top + plot_h * (1 - (value - low) / (high - low))
+        # In halves: high - low overflows for values near the float's end (the same otherwise).
+        return top + plot_h * (1 - (value / 2 - low / 2) / (high / 2 - low / 2))
 
     lines = []
     for name in drawn:
@@ -456,7 +458,12 @@ def sparkline(values: Sequence[float], *, width: int = 160, height: int = 28, ti
     span_x = max(1, len(values) - 1)
 
     def xy(index: int, value: float) -> str:
-        return f"{_f(1 + (width - 2) * index / span_x)},{_f(height - 2 - (height - 4) * (value - low) / span)}"
+        scaled = (height - 4) * (value - low)
+        if math.isfinite(scaled):
+            y = height - 2 - scaled / span
+        else:  # values near the float's end: in halves, which cannot overflow
+            y = height - 2 - (height - 4) * ((value / 2 - low / 2) / (high / 2 - low / 2))
+        return f"{_f(1 + (width - 2) * index / span_x)},{_f(y)}"
 
     runs: list[list[str]] = [[]]
     for index, value in points:
