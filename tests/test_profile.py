@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -548,8 +549,15 @@ def test_timestamp_triples_parse_exactly():
         b"-1,2,0",
         b"1e3,2,0",  # a start is whole ns in digits: a float would round its 19 digits
         b"9223372036854775808,1,0",
+        b"18446744073709551616,1,0",
+        b"123456789012345678901234,1,0",
+        b"1,2,3.5",
+        b"1,2,-1",
     ):
-        assert _parse_triples(bad) is None, bad
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert _parse_triples(bad) is None, bad
+        assert not caught, (bad, caught[0].message)  # refused, not read through numpy's float fallback
 
 
 def _numbers_profile(root: Path, total: str, duration: str) -> Path:

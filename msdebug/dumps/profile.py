@@ -576,8 +576,8 @@ def _parse_triples(text: bytes):
     not whole, a negative or non-finite time).
 
     numpy's own text parser reads the triples, one per line: durations may be written with an
-    exponent (1e-3); starts are whole nanoseconds, read exactly as int64 (a float would round a
-    19-digit start).
+    exponent (1e-3); starts are whole nanoseconds, read exactly as integers (a float would round
+    a 19-digit start). The thread id is not read (nothing uses it); only its digits are checked.
     """
     import numpy as np
 
@@ -587,9 +587,9 @@ def _parse_triples(text: bytes):
     commas = np.flatnonzero(chars == 44)
     if len(commas) % 2:
         return None
-    # numpy reads "17.5" or "1e3" in an int64 column through a float (rounding it, with a
-    # DeprecationWarning), so a '.', 'e' or 'E' may stand only in a duration: between a triple's
-    # first and second comma, after an odd number of commas. Other letters are refused outright:
+    # numpy reads "17.5", "1e3" or "-1" in an unsigned column through a float (rounding it, with a
+    # DeprecationWarning), so a '.', '-', 'e' or 'E' may stand only in a duration: between a
+    # triple's first and second comma, after an odd number of commas. Other letters are refused:
     # in a whole-number field they are wrong, in a duration they spell inf or nan. (Misplaced
     # commas make numpy refuse the text below, and then the pairing of commas does not matter.)
     high = chars > 57
@@ -597,15 +597,22 @@ def _parse_triples(text: bytes):
         letters = chars[high]
         if not ((letters == 101) | (letters == 69)).all():
             return None
-        floaty = np.flatnonzero((chars == 46) | (chars == 101) | (chars == 69))
+        floaty = np.flatnonzero((chars == 46) | (chars == 45) | (chars == 101) | (chars == 69))
     else:
-        floaty = np.flatnonzero(chars == 46)
+        floaty = np.flatnonzero((chars == 46) | (chars == 45))
     if not (np.searchsorted(commas, floaty) & 1).all():
+        return None
+    # A start of 20 digits or more may not fit uint64, which would take the float path too.
+    ends = commas[0::2]
+    ends = ends[ends >= 20]
+    suspects = ends[chars[ends - 20] - 48 < 10]  # a digit 20 places before the comma (uint8 wraps)
+    if len(suspects) and (chars[suspects[:, None] - np.arange(1, 21)] - 48 < 10).all(axis=1).any():
         return None
     try:
         table = np.loadtxt(
             io.BytesIO(text.replace(b" ", b"\n")),
-            dtype=[("start", np.int64), ("ms", np.float64), ("tid", np.int64)],
+            dtype=[("start", np.uint64), ("ms", np.float64)],
+            usecols=(0, 1),
             delimiter=",",
             comments=None,
             quotechar=None,
@@ -615,9 +622,11 @@ def _parse_triples(text: bytes):
         return None
     start, duration = table["start"], table["ms"]
     # Each triple owns two commas: read-back pieces are attributed to their ops by that count.
-    if len(commas) != 2 * len(table) or not (np.isfinite(duration).all() and duration.min() >= 0 and start.min() >= 0):
+    if len(commas) != 2 * len(table) or start.max() > _INT64:
         return None
-    return start, duration
+    if not np.isfinite(duration).all() or duration.min() < 0:
+        return None
+    return start.astype(np.int64), duration
 
 
 def _first_bad_record(payload: bytes) -> str:
@@ -639,11 +648,10 @@ def _first_bad_record(payload: bytes) -> str:
     if len(fields) != 3:
         return f"record {_shown(record)} has {len(fields)} field(s), expected {','.join(_TRIPLE_FIELDS)}"
     start, duration, thread = fields
-    for name, text in (("start ns", start), ("thread id", thread)):
-        if not _WHOLE.fullmatch(text) or int(text) > _INT64:
-            return f"{name} {_shown(text)} is not a whole number in digits (int64)"
-        if int(text) < 0 and name == "start ns":
-            return f"{name} is negative"
+    if not _WHOLE.fullmatch(start) or int(start) > _INT64:
+        return f"start ns {_shown(start)} is not a whole number in digits (int64)"
+    if int(start) < 0:
+        return "start ns is negative"
     value = None
     if duration.strip():  # (numpy warns on an empty input)
         try:
@@ -652,8 +660,12 @@ def _first_bad_record(payload: bytes) -> str:
             pass
     if value is None or value.shape != (1,) or not math.isfinite(value[0]):
         return f"duration ms {_shown(duration)} is not {_NUMBER_HINT}"
-    if value[0] < 0:
+    if value[0] < 0 or duration.strip().startswith(b"-"):
         return "duration ms is negative"
+    if not _WHOLE.fullmatch(thread):
+        return f"thread id {_shown(thread)} is not a whole number in digits"
+    if thread.strip().startswith(b"-"):
+        return "thread id is negative"
     return f"record {_shown(record)} is not {','.join(_TRIPLE_FIELDS)}"
 
 
