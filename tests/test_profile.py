@@ -560,6 +560,22 @@ def test_timestamp_triples_parse_exactly():
         assert not caught, (bad, caught[0].message)  # refused, not read through numpy's float fallback
 
 
+def test_durations_read_as_numpy_reads_floats_on_every_path():
+    """Plain decimals take a faster path (two integer columns); it gives the float numpy's float
+    parser gives, as do the forms that take the float path (exponents, no '.', a bare '.')."""
+    import random
+
+    from msdebug.dumps.profile import _parse_triples
+
+    forms = ["0.028564", "12", "1.5", "2e-5", ".5", "3.", "123456.123456789", "0.000001", "9007199254.740993"]
+    forms += ["1.0000000000000002", "99999999999.99999", "0.1234567890123456789", "0.000"]
+    rng = random.Random(3)
+    for _ in range(300):
+        values = [rng.choice(forms) for _ in range(rng.randint(1, 6))]
+        _, duration = _parse_triples(" ".join(f"{i},{v},0" for i, v in enumerate(values)).encode())
+        assert duration.tolist() == np.array(values, dtype=np.float64).tolist(), values
+
+
 def _numbers_profile(root: Path, total: str, duration: str) -> Path:
     """A one-op profile whose op detail CSV says ``total`` ms and whose second execution took ``duration`` ms."""
     framework = root / "host_1_20260101000000000_ascend_ms" / "FRAMEWORK"
