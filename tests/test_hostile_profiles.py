@@ -239,8 +239,14 @@ def test_negative_times_are_refused_with_a_note(tmp_path):
     assert [row.full_name for row in report.ops()] == ["Default/MatMul-op0"]
     text = repr(report)
     assert "-455" not in text and "-50.0%" not in text and "-0.5" not in text
-    assert "note: op types: 1 row(s) with a negative time, count or share; skipped." in text
-    assert "note: ops: 2 row(s) with a negative time, count or share; skipped." in text
+    assert (
+        "note: op types: cpu_op_type_info_0.csv: 1 row(s) with a negative time, count or share, the first at line 3 "
+        "(total_compute_time is negative); skipped."
+    ) in text
+    assert (
+        "note: ops: cpu_op_detail_info_0.csv: 2 row(s) with a negative time, count or share, the first at line 3 "
+        "(op_total_time(ms) is negative); skipped."
+    ) in text
 
 
 # --------------------------------------------------------------------------- endless lines (C)

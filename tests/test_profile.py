@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -543,8 +544,124 @@ def test_timestamp_triples_parse_exactly():
     # Starts of one width take the one-gather path; a '.' there is refused on it too.
     start, duration = _parse_triples(b"1795448225925894390,0.5,0 1795448225925894391,1.25,7")
     assert start.tolist() == [1795448225925894390, 1795448225925894391] and duration.tolist() == [0.5, 1.25]
-    for bad in (b"1,2,3 4,5", b"1,2.5.1,0", b"1,2e-5,0", b"1;2;3", b"17.5,1,0 18.5,2,0"):
-        assert _parse_triples(bad) is None
+    # Durations in exponent notation, as numpy reads them.
+    start, duration = _parse_triples(b"5,1e-3,0 6,2.5E+06,1 7,3e0,2")
+    assert start.tolist() == [5, 6, 7] and duration.tolist() == [0.001, 2.5e6, 3.0]
+    for bad in (
+        b"1,2,3 4,5",
+        b"1,2.5.1,0",
+        b"1;2;3",
+        b"17.5,1,0 18.5,2,0",
+        b"1,abc,0",
+        b"1,,0",
+        b"1,nan,0",
+        b"1,inf,0",
+        b"1,-2,0",
+        b"-1,2,0",
+        b"1e3,2,0",  # a start is whole ns in digits: a float would round its 19 digits
+        b"9223372036854775808,1,0",
+        b"18446744073709551616,1,0",
+        b"123456789012345678901234,1,0",
+        b"1,2,3.5",
+        b"1,2,-1",
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert _parse_triples(bad) is None, bad
+        assert not caught, (bad, caught[0].message)  # refused, not read through numpy's float fallback
+
+
+def test_durations_read_as_numpy_reads_floats_on_every_path():
+    """Plain decimals take a faster path (two integer columns); it gives the float numpy's float
+    parser gives, as do the forms that take the float path (exponents, no '.', a bare '.')."""
+    import random
+
+    from msdebug.dumps.profile import _parse_triples
+
+    forms = ["0.028564", "12", "1.5", "2e-5", ".5", "3.", "123456.123456789", "0.000001", "9007199254.740993"]
+    forms += ["1.0000000000000002", "99999999999.99999", "0.1234567890123456789", "0.000"]
+    rng = random.Random(3)
+    for _ in range(300):
+        values = [rng.choice(forms) for _ in range(rng.randint(1, 6))]
+        _, duration = _parse_triples(" ".join(f"{i},{v},0" for i, v in enumerate(values)).encode())
+        assert duration.tolist() == np.array(values, dtype=np.float64).tolist(), values
+
+
+def _numbers_profile(root: Path, total: str, duration: str) -> Path:
+    """A one-op profile whose op detail CSV says ``total`` ms and whose second execution took ``duration`` ms."""
+    framework = root / "host_1_20260101000000000_ascend_ms" / "FRAMEWORK"
+    framework.mkdir(parents=True)
+    (framework / "cpu_op_type_info_0.csv").write_text(
+        "op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent\n"
+        "MatMul,2,1,2.5,1.25,0.71\nReLU,2,1,1e0,0.5,2.9E-1\n"
+    )
+    (framework / "cpu_op_detail_info_0.csv").write_text(
+        "op_side,op_type,op_name,full_op_name,op_occurrences,op_total_time(ms),op_avg_time(ms),total_proportion\n"
+        f"Host,MatMul,MatMul-op0,Default/MatMul-op0,2e0,{total},1.25E+0,1\n"
+        "Host,ReLU,ReLU-op1,Default/ReLU-op1,2,1,0.5,0\n"
+    )
+    (framework / "cpu_op_execute_timestamp_0.txt").write_text(
+        "Default/ReLU-op1;HostCpuOps;1795448225925894390,0.5,0 1795448225925894391,5e-1,0 \n"
+        f"Default/MatMul-op0;HostCpuOps;1795448225925894392,2.5E+0,0 1795448225925894393,{duration},0 \n"
+    )
+    return root
+
+
+def test_numbers_in_exponent_notation_are_read(tmp_path):
+    report = msdebug.open_profile(_numbers_profile(tmp_path, "2.5e+00", "2.5e0"))
+    assert not report.notes
+    assert [(row.op_type, row.total_ms, row.share) for row in report.op_types()] == [
+        ("MatMul", 2.5, 0.71),
+        ("ReLU", 1.0, 0.29),
+    ]
+    matmul = next(row for row in report.ops() if row.op_type == "MatMul")
+    assert (matmul.occurrences, matmul.total_ms, matmul.avg_ms) == (2, 2.5, 1.25)
+    executions = report.runs[0].executions
+    assert executions.per_op == {"Default/ReLU-op1": [2, 1.0], "Default/MatMul-op0": [2, 5.0]}
+    assert executions.first_ns == 1795448225925894390  # whole ns, not rounded through a float
+
+
+@pytest.mark.parametrize(
+    "total, duration, notes",
+    [
+        (
+            "12abc",
+            "2.5",
+            [
+                "ops: cpu_op_detail_info_0.csv: 1 row(s) with a non-number where a time or count belongs, the first "
+                "at line 2 (op_total_time(ms) '12abc' is not a finite number such as 12, 0.5 or 1e-3); skipped."
+            ],
+        ),
+        (
+            "inf",
+            "nan",
+            [
+                "ops: cpu_op_detail_info_0.csv: 1 row(s) with a non-number where a time or count belongs, the first "
+                "at line 2 (op_total_time(ms) 'inf' is not a finite number such as 12, 0.5 or 1e-3); skipped.",
+                "op executions: cpu_op_execute_timestamp_0.txt: 1 line(s) with a malformed record, the first at line "
+                "2: duration ms 'nan' is not a finite number such as 12, 0.5 or 1e-3; 2 record(s) around them not "
+                "counted.",
+            ],
+        ),
+        (
+            "-1e-3",
+            "2.5.0",
+            [
+                "ops: cpu_op_detail_info_0.csv: 1 row(s) with a negative time, count or share, the first at line 2 "
+                "(op_total_time(ms) is negative); skipped.",
+                "op executions: cpu_op_execute_timestamp_0.txt: 1 line(s) with a malformed record, the first at line "
+                "2: duration ms '2.5.0' is not a finite number such as 12, 0.5 or 1e-3; 2 record(s) around them not "
+                "counted.",
+            ],
+        ),
+    ],
+)
+def test_a_bad_number_is_one_note_naming_file_line_and_field(tmp_path, total, duration, notes):
+    report = msdebug.open_profile(_numbers_profile(tmp_path, total, duration))
+    assert list(report.notes) == notes
+    assert [row.full_name for row in report.ops()] == ["Default/ReLU-op1"]
+    if duration != "2.5":
+        assert list(report.runs[0].executions.per_op) == ["Default/ReLU-op1"]
 
 
 def test_timestamp_file_in_tiny_blocks_reads_the_same(tmp_path, graph_profile, monkeypatch):

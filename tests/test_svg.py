@@ -180,3 +180,13 @@ def test_wide_layers_pack_scopes_side_by_side_without_overlap():
     for i, (x, y, w, h) in enumerate(frames):
         for x2, y2, w2, h2 in frames[i + 1 :]:
             assert x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y
+
+
+@pytest.mark.parametrize("values", [[-1.6e308], [1e308, -1e308, 0.0], [1e307, -1e307], [1.7e308, 1.7e308]])
+def test_values_near_the_float_end_stay_in_the_picture(values):
+    """``high - low`` overflows there: no coordinate may come out as inf or nan."""
+    for svg in (line_chart({"v": values}), sparkline(values)):
+        root = parse(svg)
+        for node in root.iter():
+            for name in ("cx", "cy", "points", "y", "y1", "y2"):
+                assert "inf" not in node.get(name, "") and "nan" not in node.get(name, ""), (svg, name)

@@ -276,8 +276,9 @@ class _Lines:
         return line.decode("utf-8", "replace")
 
 
-def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) -> Iterator[list[str]]:
-    """Data rows of a CSV whose header must start with ``columns``; short rows are reported."""
+def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, row)`` of each data row of a CSV whose header must start with ``columns``;
+    short rows are reported."""
     handle = open_regular(path, ProfileReadError, follow=False, problems=problems, what=what)
     if handle is None:
         return
@@ -297,6 +298,7 @@ def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) ->
                 return
             while True:
                 lines.pending = 0
+                number = lines.number + 1  # where the row starts; quotes may spread it over more lines
                 try:
                     row = next(reader)
                     readable = all(len(cell) <= _MAX_FIELD for cell in row)
@@ -311,7 +313,7 @@ def _rows(path: Path, columns: Sequence[str], what: str, problems: list[str]) ->
                 if len(row) < len(columns):
                     bad += 1
                     continue
-                yield row
+                yield number, row
         except _Unreadable as stop:
             problems.append(str(stop))
         except OSError as error:
@@ -345,62 +347,117 @@ _DETAIL_COLUMNS = (
 )
 
 
-def _numbers(row: list[str], indexes: Sequence[int]) -> list[float] | None:
-    """The fields at ``indexes`` as finite numbers, or None."""
-    try:
-        values = [float(row[index]) for index in indexes]
-    except ValueError:
-        return None
-    return values if all(math.isfinite(value) for value in values) else None
+# What every number of a profile file may look like: what numpy's own text parser reads (12, 0.5,
+# 1e-3, 2.5E+06), finite; no time, count or share is below zero (such a row would make totals and
+# shares lie) and a count is whole.
+_NUMBER_HINT = "a finite number such as 12, 0.5 or 1e-3"
 
 
-def _checked(row: list[str], indexes: Sequence[int], counts: dict[str, int]) -> list[float] | None:
-    """:func:`_numbers`, counting in ``counts`` the rows that have none or a negative one (no
-    time, count or share is below zero: such a row would make totals and shares lie)."""
-    values = _numbers(row, indexes)
-    if values is None:
-        counts["bad"] += 1
-    elif any(value < 0 for value in values):
-        counts["negative"] += 1
-        return None
-    return values
+def _float_table(lines: list[str], width: int):
+    """``lines`` of ``width`` comma-separated numbers, parsed by numpy at once.
+
+    Returns ``(values, parsed)``: an ``(n, width)`` float array and an ``n`` mask. A line numpy
+    cannot read (a word, a missing field) is found by halving the lines, and is NaN, not parsed.
+    """
+    import numpy as np
+
+    # A line that numpy would skip (blank) or split (a line break inside a quoted field) cannot be
+    # a row of numbers: "x" fails to parse and keeps the lines and the rows aligned.
+    lines = ["x" if not line.strip() or "\n" in line or "\r" in line else line for line in lines]
+    values = np.full((len(lines), width), np.nan)
+    parsed = np.zeros(len(lines), dtype=bool)
+    pending = [(0, len(lines))] if lines else []
+    while pending:
+        low, high = pending.pop()
+        try:
+            part = np.loadtxt(lines[low:high], dtype=np.float64, delimiter=",", comments=None, quotechar=None, ndmin=2)
+        except ValueError:
+            part = None
+        if part is not None and part.shape == (high - low, width):
+            values[low:high], parsed[low:high] = part, True
+        elif high - low > 1:
+            middle = (low + high) // 2
+            pending += [(middle, high), (low, middle)]
+    return values, parsed
 
 
-def _skipped(what: str, counts: dict[str, int], problems: list[str]) -> None:
-    if counts["bad"]:
-        problems.append(f"{what}: {counts['bad']} row(s) with a non-number where a time or count belongs; skipped.")
-    if counts["negative"]:
-        problems.append(f"{what}: {counts['negative']} row(s) with a negative time, count or share; skipped.")
+def _field_problem(text: str, whole: bool) -> str:
+    """Why one field is not a time, count or share ("" when it is one)."""
+    import numpy as np
+
+    values, parsed = _float_table([text], 1)
+    value = float(values[0, 0])
+    if not parsed[0] or not math.isfinite(value):
+        return f"{_shown(text)} is not {_NUMBER_HINT}"
+    if value < 0:
+        return "is negative"  # (the value is left out: a negative time is shown nowhere)
+    if whole and value != np.floor(value):
+        return f"{_shown(text)} is not a whole number"
+    return ""
+
+
+def _shown(text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return repr(text if len(text) <= 40 else text[:39] + "…")
+
+
+def _table_numbers(
+    path: Path, columns: Sequence[str], what: str, numeric: Sequence[int], whole: int, problems: list[str]
+) -> Iterator[tuple[list[str], list[float]]]:
+    """The rows of a profiler CSV and their ``numeric`` fields as numbers (the first ``whole`` of
+    them counts); rows with a field that is no number, or a negative one, are skipped with a note
+    naming the file, the first such row's line and its field."""
+    import numpy as np
+
+    rows = list(_rows(path, columns, what, problems))
+    values, parsed = _float_table([",".join(row[index] for index in numeric) for _, row in rows], len(numeric))
+    finite = parsed & np.isfinite(values).all(axis=1)
+    negative = finite & (values < 0).any(axis=1)
+    whole_numbers = (values[:, :whole] == np.floor(values[:, :whole])).all(axis=1)
+    bad = ~finite | (~negative & ~whole_numbers)
+    for flags, kind in (
+        (bad, "a non-number where a time or count belongs"),
+        (negative, "a negative time, count or share"),
+    ):
+        if not flags.any():
+            continue
+        line, row = rows[int(np.argmax(flags))]
+        why = next(
+            f"{columns[index]} {problem}"
+            for place, index in enumerate(numeric)
+            if (problem := _field_problem(row[index], place < whole))
+            and (flags is bad or problem.endswith("is negative"))
+        )
+        problems.append(
+            f"{what}: {path.name}: {int(flags.sum())} row(s) with {kind}, the first at line {line} ({why}); skipped."
+        )
+    for (_, row), good, numbers in zip(rows, ~(bad | negative), values.tolist(), strict=True):
+        if good:
+            yield row, numbers
 
 
 def read_op_types(path: str | os.PathLike, problems: list[str] | None = None) -> list[OpTypeRow]:
     """``cpu_op_type_info_<rank>.csv``; unreadable rows are skipped and counted in ``problems``."""
     problems = [] if problems is None else problems
-    rows: list[OpTypeRow] = []
-    counts = {"bad": 0, "negative": 0}
-    for row in _rows(Path(path), _TYPE_COLUMNS, "op types", problems):
-        values = _checked(row, (1, 3, 4, 5), counts)
-        if values is not None:
-            rows.append(OpTypeRow(row[0], int(values[0]), values[1], values[2], values[3]))
-    _skipped("op types", counts, problems)
-    return rows
+    return [
+        OpTypeRow(row[0], int(count), total, avg, share)
+        for row, (count, total, avg, share) in _table_numbers(
+            Path(path), _TYPE_COLUMNS, "op types", (1, 3, 4, 5), 1, problems
+        )
+    ]
 
 
 def read_op_details(path: str | os.PathLike, problems: list[str] | None = None) -> list[OpRow]:
     """``cpu_op_detail_info_<rank>.csv``, one row per full op name (repeats are summed)."""
     problems = [] if problems is None else problems
     merged: dict[str, OpRow] = {}
-    counts = {"bad": 0, "negative": 0}
-    for row in _rows(Path(path), _DETAIL_COLUMNS, "ops", problems):
-        values = _checked(row, (4, 5, 6, 7), counts)
-        if values is None:
-            continue
-        count, total, share = int(values[0]), values[1], values[3]
+    for row, (count, total, _, share) in _table_numbers(Path(path), _DETAIL_COLUMNS, "ops", (4, 5, 6, 7), 1, problems):
+        count = int(count)
         seen = merged.get(row[3])
         if seen is not None:
             count, total, share = count + seen.occurrences, total + seen.total_ms, share + seen.share
         merged[row[3]] = OpRow(row[1], row[2], row[3], count, total, total / count if count else 0.0, share)
-    _skipped("ops", counts, problems)
     return list(merged.values())
 
 
@@ -430,30 +487,34 @@ def read_executions(
     step_ms = np.zeros(len(windows))
     step_count = np.zeros(len(windows), dtype=np.int64)
     first, last = math.inf, -math.inf
-    broken = 0
+    broken_lines: set[int] = set()
+    dropped = 0
+    first_broken = ""
 
-    def add(pieces: list[tuple[str, bytes]]) -> None:
-        nonlocal first, last, broken
-        parsed = _parse_triples(b" ".join(payload for _, payload in pieces))
+    def add(pieces: list[tuple[str, bytes, int]]) -> None:
+        nonlocal dropped, first_broken
+        parsed = _parse_triples(b" ".join(payload for _, payload, _ in pieces))
         if parsed is None:
             # Something odd in this batch: parse it piece by piece, keeping the good ones.
             for piece in pieces:
                 parsed_piece = _parse_triples(piece[1])
                 if parsed_piece is None:
-                    broken += 1
+                    broken_lines.add(piece[2])
+                    dropped += len(piece[1].split())
+                    first_broken = first_broken or f"line {piece[2]}: {_first_bad_record(piece[1])}"
                     continue
                 add_parsed([piece], *parsed_piece)
             return
         add_parsed(pieces, *parsed)
 
-    def add_parsed(pieces: list[tuple[str, bytes]], begin, duration) -> None:
+    def add_parsed(pieces: list[tuple[str, bytes, int]], begin, duration) -> None:
         nonlocal first, last
         if not len(begin):
             return
-        counts = np.array([payload.count(b",") // 2 for _, payload in pieces])
+        counts = np.array([payload.count(b",") // 2 for _, payload, _ in pieces])
         owner = np.repeat(np.arange(len(pieces)), counts)
         sums = np.bincount(owner, weights=duration, minlength=len(pieces))
-        for (name, _), count, total in zip(pieces, counts.tolist(), sums.tolist(), strict=True):
+        for (name, _, _), count, total in zip(pieces, counts.tolist(), sums.tolist(), strict=True):
             if count:
                 entry = result.per_op.setdefault(name, [0, 0.0])
                 entry[0] += count
@@ -468,19 +529,22 @@ def read_executions(
             step_count[:] += np.bincount(slot[inside], minlength=len(windows))
             result.outside += int((~inside).sum())
 
-    batch: list[tuple[str, bytes]] = []
+    batch: list[tuple[str, bytes, int]] = []
     size = 0
     with handle:
-        for name, payload in _timestamp_records(handle, Path(path).name, problems):
-            batch.append((name, payload))
-            size += len(payload)
+        for piece in _timestamp_records(handle, Path(path).name, problems):
+            batch.append(piece)
+            size += len(piece[1])
             if size >= _BATCH:
                 add(batch)
                 batch, size = [], 0
         if batch:
             add(batch)
-    if broken:
-        problems.append(f"op executions: {broken} record(s) cut short or malformed (the file may be truncated).")
+    if broken_lines:
+        problems.append(
+            f"op executions: {Path(path).name}: {len(broken_lines)} line(s) with a malformed record, the first at "
+            f"{first_broken}; {dropped} record(s) around them not counted."
+        )
     result.count = sum(entry[0] for entry in result.per_op.values())
     result.total_ms = math.fsum(entry[1] for entry in result.per_op.values())
     if result.count:
@@ -490,84 +554,150 @@ def read_executions(
     return result
 
 
+_TRIPLE_FIELDS = ("start ns", "duration ms", "thread id")
+_WHOLE = re.compile(rb"\s*[+-]?[0-9]+\s*")
+
+
 def _parse_triples(text: bytes):
     """``(start ns as int64, duration ms as float64)`` arrays of ``start,ms,tid`` triples separated
-    by spaces, or None when the text is anything else (a letter, a cut-off triple, a second '.').
+    by spaces, or None when the text is anything else (a word, a cut-off triple, a start that is
+    not whole, a negative or non-finite time).
 
-    Pure numpy, no float parsing per number: the fields are found from the separators, and each
-    field's digits are folded in one pass per digit column.
+    numpy's own text parser reads the triples, one per line: durations may be written with an
+    exponent (1e-3); starts are whole nanoseconds, read exactly as integers (a float would round
+    a 19-digit start). The thread id is not read (nothing uses it); only its digits are checked.
     """
     import numpy as np
 
     chars = np.frombuffer(text, dtype=np.uint8)
-    if not len(chars):
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    separator = (chars == 32) | (chars == 44)
-    if not (separator | ((chars >= 48) & (chars <= 57)) | (chars == 46)).all():
+    commas = np.flatnonzero(chars == 44)
+    if not len(commas):
+        return (np.zeros(0, dtype=np.int64), np.zeros(0)) if not text or text.isspace() else None
+    if len(commas) % 2:
         return None
-    edges = np.flatnonzero(separator[1:] != separator[:-1]) + 1
-    if not separator[0]:
-        edges = np.concatenate(([0], edges))
-    if not separator[-1]:
-        edges = np.concatenate((edges, [len(chars)]))
-    begins, ends = edges[0::2], edges[1::2]
-    commas = chars[ends[:-1]] == 44  # the separator after each field but the last
-    if len(begins) % 3 or not commas[0::3].all() or not commas[1::3].all():
+    # numpy reads "17.5", "1e3" or "-1" in an unsigned column through a float (rounding it, with a
+    # DeprecationWarning), so a '.', '-', 'e' or 'E' may stand only in a duration: between a
+    # triple's first and second comma, after an odd number of commas. Other letters are refused:
+    # in a whole-number field they are wrong, in a duration they spell inf or nan. (Misplaced
+    # commas make numpy refuse the text below, and then the pairing of commas does not matter.)
+    if chars.max() > 57:
+        letters = chars[chars > 57]
+        if not ((letters == 101) | (letters == 69)).all():
+            return None
+        floaty = np.flatnonzero((chars == 46) | (chars == 45) | (chars == 101) | (chars == 69))
+    else:
+        floaty = np.flatnonzero((chars == 46) | (chars == 45))
+    places = np.searchsorted(commas, floaty)
+    if not (places & 1).all():
         return None
-    start, start_decimals = _fold_digits(chars, begins[0::3], ends[0::3])
-    duration, decimals = _fold_digits(chars, begins[1::3], ends[1::3])
-    if start is None or duration is None or start_decimals.any():
+    # A start of 20 digits or more may not fit uint64, which would take the float path too.
+    ends = commas[0::2]
+    ends = ends[ends >= 20]
+    suspects = ends[chars[ends - 20] - 48 < 10]  # a digit 20 places before the comma (uint8 wraps)
+    if len(suspects) and (chars[suspects[:, None] - np.arange(1, 21)] - 48 < 10).all(axis=1).any():
         return None
-    return start, duration / 10.0**decimals
+    # What the profiler writes (one '.' in each duration, nothing else) is read faster as whole
+    # numbers on both sides of the '.'; anything else (an exponent, no '.') as floats.
+    count = len(commas) // 2
+    decimal = len(floaty) == count and chars.min() >= 32 and (places == np.arange(1, 2 * count, 2)).all()
+    decimal = decimal and (chars[floaty] == 46).all()  # no '-' either: numpy would read it as a float
+    parsed = _decimal_triples(text, commas[1::2] - floaty - 1) if decimal else None
+    if parsed is None:
+        try:
+            table = np.loadtxt(
+                io.BytesIO(text.replace(b" ", b"\n")),
+                dtype=[("start", np.uint64), ("ms", np.float64)],
+                usecols=(0, 1),
+                delimiter=",",
+                comments=None,
+                quotechar=None,
+                ndmin=1,
+            )
+        except ValueError:
+            return None
+        parsed = table["start"], table["ms"]
+    start, duration = parsed
+    # Each triple owns two commas: read-back pieces are attributed to their ops by that count.
+    if len(commas) != 2 * len(start) or start.max() > _INT64:
+        return None
+    if not np.isfinite(duration).all() or duration.min() < 0:
+        return None
+    return start.astype(np.int64), duration
 
 
-def _fold_digits(chars, begins, ends):
-    """The integer the digits of each field spell (a '.' skipped), and how many digits follow it."""
+def _decimal_triples(text: bytes, decimals):
+    """:func:`_parse_triples` for durations that are digits, '.', digits (``decimals`` after the
+    '.'): numpy reads the whole and the fractional digits as integers, and each duration is their
+    one exact quotient (the float numpy's own float parser gives). None when numpy refuses, or a
+    duration has more digits than a float holds exactly: the float path decides then."""
     import numpy as np
 
-    widths = ends - begins
-    width = int(widths.max(initial=0))
-    if width > 19:  # ns since 1970 have 19 digits and fit int64 until 2262
-        return None, None
-    if len(begins) and int(widths.min()) == width:
-        # Every field as wide as the others (start times): one gather per column, no masks.
-        grid = chars[begins[:, None] + np.arange(width)]
-        if not (grid != 46).all():
-            return _fold_ragged(chars, begins, ends, widths, width)
-        grid -= 48
-        value = np.zeros(len(begins), dtype=np.int64)
-        for column in grid.T:
-            value = value * 10 + column
-        if (value < 0).any():
-            return None, None  # 19 digits past int64's end wrapped around
-        return value, np.zeros(len(begins), dtype=np.int64)
-    return _fold_ragged(chars, begins, ends, widths, width)
+    if decimals.max() > 15:
+        return None
+    try:
+        table = np.loadtxt(
+            io.BytesIO(text.replace(b" ", b"\n").replace(b".", b",")),
+            dtype=[("start", np.uint64), ("whole", np.uint64), ("part", np.uint64)],
+            usecols=(0, 1, 2),
+            delimiter=",",
+            comments=None,
+            quotechar=None,
+            ndmin=1,
+        )
+    except ValueError:
+        return None
+    if len(table) != len(decimals):
+        return None
+    scale = np.power(10, decimals).astype(np.uint64)
+    whole, part = table["whole"], table["part"]
+    if (whole > (np.uint64(2**53 - 1) - part) // scale).any():  # whole * scale + part must stay exact
+        return None
+    return table["start"], (whole * scale + part).astype(np.float64) / scale.astype(np.float64)
 
 
-def _fold_ragged(chars, begins, ends, widths, width):
-    """:func:`_fold_digits` for fields of different widths, with an optional '.'."""
+def _first_bad_record(payload: bytes) -> str:
+    """Which record of ``payload`` (that :func:`_parse_triples` refuses) is malformed, and why."""
     import numpy as np
 
-    value = np.zeros(len(begins), dtype=np.int64)
-    decimals = np.zeros(len(begins), dtype=np.int64)
-    dots = np.zeros(len(begins), dtype=np.int64)
-    for column in range(width):
-        # Right-aligned: a field shorter than the widest one starts with virtual zeros.
-        inside = column >= width - widths
-        char = chars[np.maximum(ends - width + column, 0)]
-        dot = inside & (char == 46)
-        digit = inside & ~dot
-        value = np.where(digit, value * 10 + (char.astype(np.int64) - 48), value)
-        decimals += digit & (dots > 0)
-        dots += dot
-    if (dots > 1).any() or (value < 0).any():
-        return None, None  # two '.', or 19 digits past int64's end (wrapped around)
-    return value, decimals
+    records = [record for record in payload.split(b" ") if record]
+    low, high = 0, len(records)
+    while high - low > 1:  # the first record that cannot be read, by halving
+        middle = (low + high) // 2
+        if _parse_triples(b" ".join(records[low:middle])) is None:
+            high = middle
+        else:
+            low = middle
+    if not records:
+        return "no record"
+    record = records[low]
+    fields = record.split(b",")
+    if len(fields) != 3:
+        return f"record {_shown(record)} has {len(fields)} field(s), expected {','.join(_TRIPLE_FIELDS)}"
+    start, duration, thread = fields
+    if not _WHOLE.fullmatch(start) or int(start) > _INT64:
+        return f"start ns {_shown(start)} is not a whole number in digits (int64)"
+    if int(start) < 0:
+        return "start ns is negative"
+    value = None
+    if duration.strip():  # (numpy warns on an empty input)
+        try:
+            value = np.loadtxt(io.BytesIO(duration), dtype=np.float64, comments=None, quotechar=None, ndmin=1)
+        except ValueError:
+            pass
+    if value is None or value.shape != (1,) or not math.isfinite(value[0]):
+        return f"duration ms {_shown(duration)} is not {_NUMBER_HINT}"
+    if value[0] < 0 or duration.strip().startswith(b"-"):
+        return "duration ms is negative"
+    if not _WHOLE.fullmatch(thread):
+        return f"thread id {_shown(thread)} is not a whole number in digits"
+    if thread.strip().startswith(b"-"):
+        return "thread id is negative"
+    return f"record {_shown(record)} is not {','.join(_TRIPLE_FIELDS)}"
 
 
-def _timestamp_records(handle, file_name: str, problems: list[str]) -> Iterator[tuple[str, bytes]]:
-    """``(op name, payload)`` pieces of the file; one long line may come in several pieces,
-    each ending on a whole triple.
+def _timestamp_records(handle, file_name: str, problems: list[str]) -> Iterator[tuple[str, bytes, int]]:
+    """``(op name, payload, line number)`` pieces of the file; one long line may come in several
+    pieces, each ending on a whole triple.
 
     Nothing is gathered beyond :data:`_MAX_LINE` bytes: a header or a triple longer than that
     ends the reading with a note. A last line without its line end is a file cut short (the
@@ -619,7 +749,7 @@ def _timestamp_records(handle, file_name: str, problems: list[str]) -> Iterator[
                 if done:
                     cut_short = True
                     if cut >= 0:
-                        yield name, data[position:cut]
+                        yield name, data[position:cut], line
                     break
                 if cut < 0:
                     rest = data[position:]
@@ -630,10 +760,10 @@ def _timestamp_records(handle, file_name: str, problems: list[str]) -> Iterator[
                         )
                         return
                     break
-                yield name, data[position:cut]
+                yield name, data[position:cut], line
                 position = cut + 1
                 continue
-            yield name, data[position:end]
+            yield name, data[position:end], line
             name = None
             position = end + 1
             line += 1

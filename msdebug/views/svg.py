@@ -17,13 +17,31 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ._html import esc
 
-__all__ = ["PALETTE", "GraphBox", "bar_chart", "graph_drawing", "histogram", "line_chart", "sparkline"]
+__all__ = [
+    "PALETTE",
+    "ChartLine",
+    "ChartMark",
+    "ChartScale",
+    "Cluster",
+    "Edge",
+    "GraphBox",
+    "GraphLayout",
+    "Rect",
+    "bar_chart",
+    "chart_scale",
+    "graph_drawing",
+    "graph_layout",
+    "histogram",
+    "line_chart",
+    "sparkline",
+]
 
 #: Series and box colours; readable on JupyterLab's light and dark themes.
 PALETTE = ("#4a90d9", "#e69500", "#1a7f37", "#cf222e", "#8250df", "#0a7d8c", "#9a6700", "#bf3989")
@@ -128,6 +146,103 @@ def _buckets(values: Sequence[object], count: int) -> tuple[list[tuple[int, floa
     return points, bad
 
 
+class ChartLine(NamedTuple):
+    """One series of a line chart in pixels: ``runs`` of points (a non-finite value breaks the
+    line) and the ``x`` of each red tick under the axis for a non-finite value."""
+
+    name: str
+    runs: tuple[tuple[tuple[float, float], ...], ...]
+    bad: tuple[float, ...]
+
+
+class ChartMark(NamedTuple):
+    """A vertical marker at ``x``; its (clipped) ``text`` starts at ``text_x`` with ``anchor`` in
+    label row ``row``, or has no room (``row`` None: the label is only the line's tooltip)."""
+
+    x: float
+    label: str
+    text: str
+    anchor: str
+    text_x: float
+    row: int | None
+
+
+class ChartScale(NamedTuple):
+    """Everything a line chart's picture needs, computed, as plain data (no SVG)."""
+
+    width: int
+    height: int
+    plot: Rect  # the plotting area, in pixels
+    low: float  # the values at the bottom and the top of the plotting area
+    high: float
+    length: int  # values in the longest drawn series (the x axis runs 0 .. length - 1)
+    names: tuple[str, ...]  # every series given
+    lines: tuple[ChartLine, ...]  # the series drawn (at most 8)
+    marks: tuple[ChartMark, ...]
+
+
+def chart_scale(
+    series: Mapping[str, Sequence[float]],
+    *,
+    width: int = 480,
+    height: int = 140,
+    title: str = "",
+    x_label: str = "",
+    marks: Sequence[tuple[int, str]] = (),
+) -> ChartScale:
+    """The scales of :func:`line_chart` and where each point, tick and marker goes."""
+    width, height = _side(width, 120), _side(height, 60)
+    names = tuple(series)
+    drawn = names[:_MAX_SERIES]
+    left, right = 48, 10
+    top = 18 if title or len(drawn) > 1 else 8
+    bottom = 30 if x_label else 18
+    plot_w, plot_h = width - left - right, max(10, height - top - bottom)
+    length = max((len(series[name]) for name in drawn), default=0)
+    bucketed = {name: _buckets(series[name], plot_w) for name in drawn}
+    finite = [v for points, _ in bucketed.values() for _, v in points if not math.isnan(v)]
+    low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if high == low:
+        pad = abs(high) * 0.1 or 1.0
+        low, high = max(low - pad, -sys.float_info.max), min(high + pad, sys.float_info.max)
+    span_x = max(1, length - 1)
+
+    def x_at(index: float) -> float:
+        return left + plot_w * index / span_x
+
+    def y_at(value: float) -> float:
+        # In halves: high - low overflows for values near the float's end (the same otherwise).
+        return top + plot_h * (1 - (value / 2 - low / 2) / (high / 2 - low / 2))
+
+    lines = []
+    for name in drawn:
+        points, bad = bucketed[name]
+        runs: list[list[tuple[float, float]]] = [[]]
+        for index, value in points:
+            if math.isnan(value):
+                runs.append([])
+            else:
+                runs[-1].append((x_at(index), y_at(value)))
+        lines.append(ChartLine(name, tuple(tuple(run) for run in runs if run), tuple(x_at(index) for index in bad)))
+    placed = []
+    free = [float(left)] * 3  # where each of three label rows is free again: close marks stack
+    for index, label in list(marks)[:_MAX_BARS]:
+        if not isinstance(index, _NUMBER) or not 0 <= index <= span_x:
+            continue
+        x = x_at(index)
+        text = _clip(label, 24)
+        wide = 5.5 * len(text) + 6
+        anchor, start = ("start", x + 3) if x + wide <= width - right else ("end", x - 3)
+        begin = start if anchor == "start" else start - wide
+        row = next((r for r in range(3) if free[r] <= begin), None)
+        if row is not None:
+            free[row] = begin + wide
+        placed.append(ChartMark(x, str(label), text, anchor, start, row))
+    return ChartScale(
+        width, height, Rect(left, top, plot_w, plot_h), low, high, length, names, tuple(lines), tuple(placed)
+    )
+
+
 def line_chart(
     series: Mapping[str, Sequence[float]],
     *,
@@ -157,35 +272,23 @@ def line_chart(
     str
         One ``<svg>`` element.
     """
-    width, height = _side(width, 120), _side(height, 60)
-    names = list(series)
-    drawn = names[:_MAX_SERIES]
-    left, right = 48, 10
-    top = 18 if title or len(drawn) > 1 else 8
-    bottom = 30 if x_label else 18
-    plot_w, plot_h = width - left - right, max(10, height - top - bottom)
-    length = max((len(series[name]) for name in drawn), default=0)
-    bucketed = {name: _buckets(series[name], plot_w) for name in drawn}
-    finite = [v for points, _ in bucketed.values() for _, v in points if not math.isnan(v)]
-    low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
-    if high == low:
-        pad = abs(high) * 0.1 or 1.0
-        low, high = low - pad, high + pad
-    span_x = max(1, length - 1)
+    scale = chart_scale(series, width=width, height=height, title=title, x_label=x_label, marks=marks)
+    return _draw_line_chart(scale, title, x_label, y_label)
 
-    def x_at(index: float) -> float:
-        return left + plot_w * index / span_x
 
-    def y_at(value: float) -> float:
-        return top + plot_h * (1 - (value - low) / (high - low))
-
+def _draw_line_chart(scale: ChartScale, title: str, x_label: str, y_label: str) -> str:
+    """The SVG of a computed :class:`ChartScale`."""
+    width, height = scale.width, scale.height
+    left, top, plot_w, plot_h = scale.plot
+    right = width - left - plot_w
+    bottom_y = _f(top + plot_h)
     parts = [
-        f'<line x1="{left}" y1="{_f(top + plot_h)}" x2="{left + plot_w}" y2="{_f(top + plot_h)}" stroke="{_GRID}"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{_f(top + plot_h)}" stroke="{_GRID}"/>',
-        _text(left - 4, top + 8, _num(high), size=10, anchor="end"),
-        _text(left - 4, top + plot_h, _num(low), size=10, anchor="end"),
+        f'<line x1="{left}" y1="{bottom_y}" x2="{left + plot_w}" y2="{bottom_y}" stroke="{_GRID}"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom_y}" stroke="{_GRID}"/>',
+        _text(left - 4, top + 8, _num(scale.high), size=10, anchor="end"),
+        _text(left - 4, top + plot_h, _num(scale.low), size=10, anchor="end"),
         _text(left, top + plot_h + 12, "0", size=10),
-        _text(left + plot_w, top + plot_h + 12, _num(length - 1) if length else "", size=10, anchor="end"),
+        _text(left + plot_w, top + plot_h + 12, _num(scale.length - 1) if scale.length else "", size=10, anchor="end"),
     ]
     if title:
         parts.append(_text(left, 12, _clip(title, width // 7), size=12, bold=True))
@@ -196,51 +299,34 @@ def line_chart(
             f'<text x="0" y="0" font-size="10" text-anchor="middle" fill="{_INK}" style="{_FONT}"'
             f' transform="translate(11 {_f(top + plot_h / 2)}) rotate(-90)">{_esc(_clip(y_label, plot_h // 6))}</text>'
         )
-    for number, name in enumerate(drawn):
+    for number, line in enumerate(scale.lines):
         colour = PALETTE[number % len(PALETTE)]
-        points, bad = bucketed[name]
-        runs: list[list[str]] = [[]]
-        for index, value in points:
-            if math.isnan(value):
-                runs.append([])
-            else:
-                runs[-1].append(f"{_f(x_at(index))},{_f(y_at(value))}")
-        for run in runs:
+        for run in line.runs:
             if len(run) == 1:
-                x, y = run[0].split(",")
-                parts.append(f'<circle cx="{x}" cy="{y}" r="2" fill="{colour}"/>')
-            elif run:
-                parts.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-        for index in bad:
-            x = _f(x_at(index))
+                parts.append(f'<circle cx="{_f(run[0][0])}" cy="{_f(run[0][1])}" r="2" fill="{colour}"/>')
+            else:
+                points = " ".join(f"{_f(x)},{_f(y)}" for x, y in run)
+                parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        for x in line.bad:
             parts.append(
-                f'<line x1="{x}" y1="{_f(top + plot_h)}" x2="{x}" y2="{_f(top + plot_h + 5)}" stroke="{_BAD}"/>'
+                f'<line x1="{_f(x)}" y1="{bottom_y}" x2="{_f(x)}" y2="{_f(top + plot_h + 5)}" stroke="{_BAD}"/>'
             )
-    free = [float(left)] * 3  # where each of three label rows is free again: close marks stack
-    for index, label in list(marks)[:_MAX_BARS]:
-        if not isinstance(index, _NUMBER) or not 0 <= index <= span_x:
-            continue
-        x = x_at(index)
+    for mark in scale.marks:
         parts.append(
-            f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{_f(top + plot_h)}" stroke="{_BAD}" stroke-dasharray="3 2">'
-            f"<title>{_esc(label)}</title></line>"
+            f'<line x1="{_f(mark.x)}" y1="{top}" x2="{_f(mark.x)}" y2="{bottom_y}" stroke="{_BAD}"'
+            f' stroke-dasharray="3 2"><title>{_esc(mark.label)}</title></line>'
         )
-        text = _clip(label, 24)
-        wide = 5.5 * len(text) + 6
-        anchor, start = ("start", x + 3) if x + wide <= width - right else ("end", x - 3)
-        low = start if anchor == "start" else start - wide
-        row = next((r for r in range(3) if free[r] <= low), None)
-        if row is not None:  # a label with no room left is still on the line's tooltip
-            free[row] = low + wide
-            parts.append(_text(start, top + 9 + 11 * row, text, size=10, anchor=anchor, fill=_BAD))
+        if mark.row is not None:  # a label with no room left is still on the line's tooltip
+            parts.append(_text(mark.text_x, top + 9 + 11 * mark.row, mark.text, size=10, anchor=mark.anchor, fill=_BAD))
+    names, drawn = scale.names, scale.lines
     if len(drawn) > 1 or len(names) > len(drawn):
         legend, x = [], width - right
         more = f"+{len(names) - len(drawn)} more" if len(names) > len(drawn) else ""
         if more:
             legend.append(_text(x, 12, more, size=10, anchor="end"))
             x -= 7 * len(more) + 8
-        for number, name in reversed(list(enumerate(drawn))):
-            label = _clip(name, 16)
+        for number, line in reversed(list(enumerate(drawn))):
+            label = _clip(line.name, 16)
             legend.append(_text(x, 12, label, size=10, anchor="end", fill=PALETTE[number % len(PALETTE)]))
             x -= 6 * len(label) + 10
         parts += legend
@@ -372,7 +458,12 @@ def sparkline(values: Sequence[float], *, width: int = 160, height: int = 28, ti
     span_x = max(1, len(values) - 1)
 
     def xy(index: int, value: float) -> str:
-        return f"{_f(1 + (width - 2) * index / span_x)},{_f(height - 2 - (height - 4) * (value - low) / span)}"
+        scaled = (height - 4) * (value - low)
+        if math.isfinite(scaled):
+            y = height - 2 - scaled / span
+        else:  # values near the float's end: in halves, which cannot overflow
+            y = height - 2 - (height - 4) * ((value / 2 - low / 2) / (high / 2 - low / 2))
+        return f"{_f(1 + (width - 2) * index / span_x)},{_f(y)}"
 
     runs: list[list[str]] = [[]]
     for index, value in points:
@@ -488,6 +579,176 @@ class _Strip:
         return column
 
 
+class Rect(NamedTuple):
+    """A rectangle in pixels: left, top, width, height."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+class Cluster(NamedTuple):
+    """One scope's frame: ``scope`` is the full scope name; ``rect`` holds every box of the scope."""
+
+    scope: str
+    rect: Rect
+
+
+class Edge(NamedTuple):
+    """One drawn edge between ``nodes[source]`` and ``nodes[target]``, from ``start`` to ``end``
+    (pixels); ``back`` when it closes a cycle (drawn upwards); ``bow`` pixels sideways when it
+    would otherwise run through the boxes between."""
+
+    source: int
+    target: int
+    start: tuple[float, float]
+    end: tuple[float, float]
+    back: bool
+    bow: float
+
+
+class GraphLayout(NamedTuple):
+    """Where everything of a graph drawing goes, as plain data (no SVG).
+
+    Coordinates are pixels from the top left of the graph area (below the title); ``width`` and
+    ``height`` are that area's size.
+    """
+
+    nodes: tuple[str, ...]  # the ids drawn, each once, in the order given
+    layers: tuple[int, ...]  # per node: its layer, 0 at the top
+    boxes: tuple[Rect, ...]  # per node
+    edges: tuple[Edge, ...]
+    clusters: tuple[Cluster, ...]  # one per non-empty scope
+    width: int
+    height: int
+    left_out: int  # nodes not drawn (beyond max_nodes)
+    hidden: int  # edges between a drawn node and one left out
+
+
+_MARGIN = 12
+_HEAD = 18  # room above the first layer for a cluster's name
+
+
+def graph_layout(
+    boxes: Sequence[GraphBox], edges: Sequence[tuple[str, str]], *, max_nodes: int = 150, max_edges: int = 600
+) -> GraphLayout:
+    """Lay out a data-flow graph: layers top to bottom, scopes packed as clusters.
+
+    A pure function of its input (same input, same layout). Only ``id`` and ``scope`` of each box
+    matter here: the first ``max_nodes`` boxes are laid out (a repeated id counts once), and at
+    most ``max_edges`` distinct edges between them; self loops and edges naming other ids are
+    left out.
+    """
+    max_nodes = max(1, min(int(max_nodes), 1000))
+    given = list(boxes)
+    ids: list[str] = []
+    scopes: list[str] = []
+    position: dict[str, int] = {}
+    for box in given[:max_nodes]:
+        if box.id not in position:
+            position[box.id] = len(ids)
+            ids.append(box.id)
+            scopes.append(box.scope)
+    count = len(ids)
+    left_out = {box.id for box in given[max_nodes:]} - position.keys()
+    pairs: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    hidden = 0
+    for source, target in edges:
+        a, b = position.get(source), position.get(target)
+        if a is None or b is None:
+            # Only edges that leave the drawing count; unknown ids (parameters, constants) do not.
+            hidden += (a is None and source in left_out and b is not None) or (
+                b is None and target in left_out and a is not None
+            )
+        elif a != b and (a, b) not in seen and len(pairs) < max_edges:
+            seen.add((a, b))
+            pairs.append((a, b))
+    succ: list[list[int]] = [[] for _ in range(count)]
+    pred: list[list[int]] = [[] for _ in range(count)]
+    for a, b in pairs:
+        succ[a].append(b)
+        pred[b].append(a)
+    back = _break_cycles(count, succ)
+    layer = _layers(count, [(b, a) if (a, b) in back else (a, b) for a, b in pairs])
+    column_of, frames = _pack(scopes, layer, pred)
+    columns = int(max(column_of, default=0)) + 1
+    rows = max(layer, default=0) + 1
+    rects = tuple(
+        Rect(
+            _MARGIN + column_of[node] * _PITCH_X + (_PITCH_X - _BOX_W) / 2,
+            _HEAD + layer[node] * _PITCH_Y,
+            _BOX_W,
+            _BOX_H,
+        )
+        for node in range(count)
+    )
+    clusters = tuple(
+        Cluster(
+            key,
+            Rect(
+                _MARGIN + column * _PITCH_X + 2,
+                _HEAD + first * _PITCH_Y - 16,
+                span * _PITCH_X - 4,
+                (last - first) * _PITCH_Y + _BOX_H + 16 + _PAD / 2,
+            ),
+        )
+        for key, column, (first, last, span) in frames
+        if not key.startswith("\0")
+    )
+    drawn = []
+    for a, b in pairs:
+        start = (rects[a].x + _BOX_W / 2, rects[a].y + _BOX_H)
+        end = (rects[b].x + _BOX_W / 2, rects[b].y)
+        if (a, b) in back or end[1] <= start[1]:
+            # A loop goes back up: from the top of one to the bottom of the other.
+            start, end = (start[0], rects[a].y), (end[0], rects[b].y + _BOX_H)
+        # An edge that skips layers in one column would run through the boxes between: bow it out.
+        bow = _PITCH_X * 0.6 if start[0] == end[0] and abs(layer[a] - layer[b]) > 1 else 0.0
+        drawn.append(Edge(a, b, start, end, (a, b) in back, bow))
+    return GraphLayout(
+        nodes=tuple(ids),
+        layers=tuple(layer),
+        boxes=rects,
+        edges=tuple(drawn),
+        clusters=clusters,
+        width=max(160, _MARGIN * 2 + columns * _PITCH_X),  # not capped: max_nodes bounds it
+        height=_HEAD + rows * _PITCH_Y,
+        left_out=len(left_out),
+        hidden=hidden,
+    )
+
+
+def _pack(scopes: list[str], layer: list[int], pred: list[list[int]]):
+    """The column of each node, and each cluster as ``(key, column, (first layer, last layer,
+    width))``: one cluster per scope, a node without a scope a cluster of its own (key ``"\\0N"``)."""
+    count = len(scopes)
+    groups: dict[str, list[int]] = {}
+    for number, scope in enumerate(scopes):
+        groups.setdefault(scope or f"\0{number}", []).append(number)
+    keys = sorted(groups, key=lambda key: (min(layer[n] for n in groups[key]), min(groups[key])))
+    column_of = [0.0] * count
+    placed = [False] * count
+    strip, frames = _Strip(), []
+    for key in keys:
+        per_layer: dict[int, list[int]] = {}
+        for node in groups[key]:
+            per_layer.setdefault(layer[node], []).append(node)
+        feeding = [column_of[p] for n in groups[key] for p in pred[n] if placed[p]]
+        wanted = round(sum(feeding) / len(feeding)) if feeding else 0
+        span = (min(per_layer), max(per_layer), max(len(v) for v in per_layer.values()))
+        column = strip.put(*span, wanted)
+        frames.append((key, column, span))
+        for _, nodes in sorted(per_layer.items()):
+            # Barycenter of the inputs already placed: a box sits under what feeds it.
+            nodes.sort(key=lambda n: (sum(column_of[p] for p in pred[n]) / len(pred[n]) if pred[n] else n, n))
+            for offset, node in enumerate(nodes):
+                column_of[node] = column + offset
+                placed[node] = True
+    return column_of, frames
+
+
 def graph_drawing(
     boxes: Sequence[GraphBox],
     edges: Sequence[tuple[str, str]],
@@ -515,78 +776,21 @@ def graph_drawing(
     str
         One ``<svg>`` element; each box is a ``<g data-node="ID">`` with a tooltip.
     """
-    max_nodes = max(1, min(int(max_nodes), 1000))
-    kept = list(boxes)[:max_nodes]
-    position = {}
-    for number, box in enumerate(kept):
-        position.setdefault(box.id, number)
-    kept = [box for number, box in enumerate(kept) if position[box.id] == number]
-    count = len(kept)
-    left_out = {box.id for box in list(boxes)[max_nodes:]} - position.keys()
-    pairs: list[tuple[int, int]] = []
-    seen: set[tuple[int, int]] = set()
-    hidden = 0
-    for source, target in edges:
-        a, b = position.get(source), position.get(target)
-        if a is None or b is None:
-            # Only edges that leave the drawing count; unknown ids (parameters, constants) do not.
-            hidden += (a is None and source in left_out and b is not None) or (
-                b is None and target in left_out and a is not None
-            )
-        elif a != b and (a, b) not in seen and len(pairs) < max_edges:
-            seen.add((a, b))
-            pairs.append((a, b))
-    succ: list[list[int]] = [[] for _ in range(count)]
-    for a, b in pairs:
-        succ[a].append(b)
-    back = _break_cycles(count, succ)
-    layer = _layers(count, [(b, a) if (a, b) in back else (a, b) for a, b in pairs])
+    layout = graph_layout(boxes, edges, max_nodes=max_nodes, max_edges=max_edges)
+    first: dict[str, GraphBox] = {}
+    for box in boxes:  # a drawn id's first box is among the first max_nodes
+        first.setdefault(box.id, box)
+    return _draw_graph(layout, [first[node] for node in layout.nodes], title)
 
-    # Clusters: one per scope; a box without a scope is a cluster of one, drawn without a frame.
-    groups: dict[str, list[int]] = {}
-    for number, box in enumerate(kept):
-        groups.setdefault(box.scope or f"\0{number}", []).append(number)
-    pred: list[list[int]] = [[] for _ in range(count)]
-    for a, b in pairs:
-        pred[b].append(a)
-    keys = sorted(groups, key=lambda key: (min(layer[n] for n in groups[key]), min(groups[key])))
-    column_of = [0.0] * count
-    placed = [False] * count
-    strip, frames = _Strip(), []
-    for key in keys:
-        per_layer: dict[int, list[int]] = {}
-        for node in groups[key]:
-            per_layer.setdefault(layer[node], []).append(node)
-        feeding = [column_of[p] for n in groups[key] for p in pred[n] if placed[p]]
-        wanted = round(sum(feeding) / len(feeding)) if feeding else 0
-        span = (min(per_layer), max(per_layer), max(len(v) for v in per_layer.values()))
-        column = strip.put(*span, wanted)
-        frames.append((key, column, span))
-        for _, nodes in sorted(per_layer.items()):
-            # Barycenter of the inputs already placed: a box sits under what feeds it.
-            nodes.sort(key=lambda n: (sum(column_of[p] for p in pred[n]) / len(pred[n]) if pred[n] else n, n))
-            for offset, node in enumerate(nodes):
-                column_of[node] = column + offset
-                placed[node] = True
-    columns = int(max(column_of, default=0)) + 1
-    rows = max(layer, default=0) + 1
+
+def _draw_graph(layout: GraphLayout, boxes: Sequence[GraphBox], title: str) -> str:
+    """The SVG of ``layout``; ``boxes`` give each node's label, colour and tooltip."""
     top = 22 if title else 6
-    margin = 12
-    # Not capped like the charts: max_nodes bounds both sides, and the picture shrinks to fit.
-    width = max(160, margin * 2 + columns * _PITCH_X)
-    note_h = 18 if left_out or hidden else 0
-    height = top + 18 + rows * _PITCH_Y + note_h
-
-    def box_xy(node: int) -> tuple[float, float]:
-        return margin + column_of[node] * _PITCH_X + (_PITCH_X - _BOX_W) / 2, top + 18 + layer[node] * _PITCH_Y
-
-    parts = [_text(margin, 14, _clip(title, width // 7), size=12, bold=True)] if title else []
-    for key, column, (first, last, span) in frames:
-        if key.startswith("\0"):
-            continue
-        x = margin + column * _PITCH_X + 2
-        y = top + 18 + first * _PITCH_Y - 16
-        w, h = span * _PITCH_X - 4, (last - first) * _PITCH_Y + _BOX_H + 16 + _PAD / 2
+    note_h = 18 if layout.left_out or layout.hidden else 0
+    width, height = layout.width, top + layout.height + note_h
+    parts = [_text(_MARGIN, 14, _clip(title, width // 7), size=12, bold=True)] if title else []
+    for key, (x, y, w, h) in layout.clusters:
+        y += top
         name = key.rstrip("/").rsplit("/", 1)[-1] or key
         parts.append(
             f'<g class="msdebug-scope"><title>{_esc(key)}</title><rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}"'
@@ -594,41 +798,32 @@ def graph_drawing(
             + _text(x + 5, y + 11, _clip(name, int(w // 6)), size=9, fill="#666")
             + "</g>"
         )
-    for a, b in pairs:
-        (ax, ay), (bx, by) = box_xy(a), box_xy(b)
-        x1, y1, x2, y2 = ax + _BOX_W / 2, ay + _BOX_H, bx + _BOX_W / 2, by
-        if (a, b) in back or y2 <= y1:
-            y1, y2 = ay, by + _BOX_H  # a loop goes back up: from the top of one to the bottom of the other
+    for edge in layout.edges:
+        (x1, y1), (x2, y2), bow = edge.start, edge.end, edge.bow
+        y1, y2 = y1 + top, y2 + top
         bend = max(18.0, abs(y2 - y1) / 2)
         sign = 1 if y2 >= y1 else -1
-        # An edge that skips layers in one column would run through the boxes between: bow it out.
-        bow = _PITCH_X * 0.6 if x1 == x2 and abs(layer[a] - layer[b]) > 1 else 0.0
         parts.append(
             f'<path d="M{_f(x1)},{_f(y1)} C{_f(x1 + bow)},{_f(y1 + sign * bend)} {_f(x2 + bow)},{_f(y2 - sign * bend)}'
             f' {_f(x2)},{_f(y2)}" fill="none" stroke="#8c959f" stroke-width="1.2"/>'
             f'<path d="M{_f(x2 - 4)},{_f(y2 - sign * 6)} L{_f(x2)},{_f(y2)} L{_f(x2 + 4)},{_f(y2 - sign * 6)}"'
             ' fill="none" stroke="#8c959f" stroke-width="1.2"/>'
         )
-    for node, box in enumerate(kept):
-        x, y = box_xy(node)
+    for box, (x, y, w, h) in zip(boxes, layout.boxes, strict=True):
+        y += top
         fill = _BOX_FILLS[zlib.crc32(box.op.encode("utf-8", "replace")) % len(_BOX_FILLS)] if box.op else "#eee"
         tip = box.tip or f"{box.label} {box.sub}".strip()
         parts.append(
             f'<g class="msdebug-node" data-node="{_esc(box.id)}"><title>{_esc(tip)}</title>'
-            f'<rect x="{_f(x)}" y="{_f(y)}" width="{_BOX_W}" height="{_BOX_H}" rx="4" fill="{fill}" stroke="#57606a"/>'
-            + _text(
-                x + _BOX_W / 2, y + (13 if box.sub else 20), _clip(box.label, 19), size=11, anchor="middle", bold=True
-            )
-            + (
-                _text(x + _BOX_W / 2, y + 26, _clip(box.sub, 22), size=9, anchor="middle", fill="#555")
-                if box.sub
-                else ""
-            )
+            f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{_f(h)}" rx="4" fill="{fill}" stroke="#57606a"/>'
+            + _text(x + w / 2, y + (13 if box.sub else 20), _clip(box.label, 19), size=11, anchor="middle", bold=True)
+            + (_text(x + w / 2, y + 26, _clip(box.sub, 22), size=9, anchor="middle", fill="#555") if box.sub else "")
             + "</g>"
         )
     if note_h:
-        words = [f"showing {count} of {count + len(left_out)} nodes"] if left_out else []
-        words += [f"{hidden} edges to nodes not drawn"] if hidden else []
-        parts.append(_text(margin, height - 6, "; ".join(words), size=10, fill="#777"))
-    summary = title or f"graph of {count} nodes"
+        count = len(layout.nodes)
+        words = [f"showing {count} of {count + layout.left_out} nodes"] if layout.left_out else []
+        words += [f"{layout.hidden} edges to nodes not drawn"] if layout.hidden else []
+        parts.append(_text(_MARGIN, height - 6, "; ".join(words), size=10, fill="#777"))
+    summary = title or f"graph of {len(layout.nodes)} nodes"
     return _svg(width, height, "".join(parts), summary, "msdebug-graph")
