@@ -216,8 +216,18 @@ def file_calls(source: str) -> Iterator[tuple[int, str]]:
         if isinstance(node, ast.Call):
             func = node.func
             by_name = isinstance(func, ast.Name) and func.id == "open"
-            if by_name or (isinstance(func, ast.Attribute) and func.attr in FILE_CALLS):
+            if by_name or (isinstance(func, ast.Attribute) and func.attr in FILE_CALLS and not _in_memory(node)):
                 yield node.lineno, ast.unparse(node)
+
+
+def _in_memory(call: ast.Call) -> bool:
+    """``np.loadtxt(io.BytesIO(data))`` or ``np.loadtxt(lines[a:b])``: parses bytes already read."""
+    first = call.args[0] if call.args else None
+    wraps = isinstance(first, ast.Call) and getattr(first.func, "attr", getattr(first.func, "id", "")) in (
+        "BytesIO",
+        "StringIO",
+    )
+    return wraps or isinstance(first, ast.Subscript)
 
 
 def test_files_msdebug_did_not_write_open_only_through_the_opener():
