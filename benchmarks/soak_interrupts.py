@@ -38,7 +38,7 @@ from helpers import Kernel  # noqa: E402
 
 def _frames(frame: object) -> bytes:
     data = frame.bytes if hasattr(frame, "bytes") else bytes(frame)
-    return data[:72]
+    return data[:160]
 
 
 def _naming_the_frames(deserialize):

@@ -622,3 +622,75 @@ def test_an_interrupt_that_waits_in_the_main_thread_is_not_raised_in_another_thr
         """
     )
     assert result == {"thread": ["sent"], "main": "KeyboardInterrupt"}
+
+
+# Raises KeyboardInterrupt inside Thread._wait_for_tstate_lock right after its non-blocking
+# acquire() has failed: where a Ctrl-C lands now and then (the signal is handled at the next
+# instruction). CPython 3.11's except branch then finds the lock held, by the running thread,
+# releases it and marks that thread stopped.
+_IS_ALIVE_INTERRUPTED = """
+import dis, sys, threading
+_code = threading.Thread._wait_for_tstate_lock.__code__
+_fired = []
+
+def _inject(frame, event, arg):
+    if frame.f_code is not _code:
+        return None
+    frame.f_trace_opcodes = True
+
+    called = []
+
+    def local(frame, event, arg):
+        name = dis.opname[frame.f_code.co_code[frame.f_lasti]]
+        if event == "opcode" and name == "CALL":
+            called.append(name)  # lock.acquire(block, timeout)
+        elif event == "opcode" and called and name.startswith("POP_JUMP") and not _fired:
+            _fired.append(name)  # its result is being tested: the call has returned
+            raise KeyboardInterrupt
+        return local
+
+    return local
+
+def interrupted(call):
+    sys.settrace(_inject)
+    try:
+        call()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    return bool(_fired)
+"""
+
+
+def test_a_ctrl_c_inside_is_alive_does_not_make_ipykernel_think_its_iopub_thread_dead():
+    # The control, in a plain interpreter: a running thread is then reported dead.
+    control = _run(
+        _IS_ALIVE_INTERRUPTED
+        + textwrap.dedent(
+            """
+            stop = threading.Event()
+            thread = threading.Thread(target=stop.wait)
+            thread.start()
+            fired = interrupted(thread.is_alive)
+            report({"fired": fired, "alive": thread.is_alive(), "running": thread.ident in sys._current_frames()})
+            stop.set()
+            """
+        )
+    )
+    assert control == {"fired": True, "alive": False, "running": True}
+    # In a kernel with msdebug, the same Ctrl-C during print()'s flush (which asks the IOPub
+    # thread is_alive()) leaves ipykernel sending from its IOPub thread only.
+    k = Kernel()
+    try:
+        k.run("%load_ext msdebug")
+        k.run(_IS_ALIVE_INTERRUPTED)
+        setup = (
+            "from ipykernel.kernelapp import IPKernelApp\nt = IPKernelApp.instance().iopub_thread.thread\nprint('x')\n"
+        )
+        alive = k.evaluate(setup + "interrupted(sys.stdout.flush)", "t.is_alive()")
+        assert alive == "True"
+        status, outputs = k.run("print('after')")
+        assert status == "ok" and text_of(outputs) == "after\n", outputs
+    finally:
+        k.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 from .. import backend, interrupts
 from ..errors import MsDebugError
@@ -276,6 +277,30 @@ def guard_shell(shell) -> None:
         whole = interrupts.protected(send)
         whole._msdebug_original = send
         session.send = whole
+    _keep_iopub_alive(kernel)
+
+
+def _keep_iopub_alive(kernel) -> None:
+    """Make the IOPub thread's ``is_alive()`` immune to a Ctrl-C.
+
+    CPython 3.11's ``Thread._wait_for_tstate_lock`` (which ``is_alive()`` calls) marks a running
+    thread as stopped when a KeyboardInterrupt lands just after its non-blocking ``acquire()``
+    has failed: the ``except`` branch sees the lock held (by the running thread) and releases it.
+    ipykernel asks the IOPub thread ``is_alive()`` at every ``print`` flush and message send;
+    after one such Ctrl-C it believes the thread dead and sends from the calling thread, at the
+    same time as the IOPub thread: the frames of two messages mix, and the front end drops them
+    ("Invalid Signature"), or a stream never shows. The check here reads the thread table
+    instead (``threading._active``: a dictionary lookup, with nothing an interrupt can half do).
+    """
+    thread = getattr(getattr(kernel, "iopub_thread", None), "thread", None)
+    active = getattr(threading, "_active", None)
+    if not isinstance(thread, threading.Thread) or not isinstance(active, dict) or "is_alive" in vars(thread):
+        return
+
+    def is_alive() -> bool:
+        return thread._started.is_set() and active.get(thread.ident) is thread
+
+    thread.is_alive = is_alive
 
 
 def unguard_shell(shell) -> None:
@@ -292,6 +317,9 @@ def unguard_shell(shell) -> None:
         del session.send
         if session.send != original:
             session.send = original
+    thread = getattr(getattr(kernel, "iopub_thread", None), "thread", None)
+    if thread is not None and "is_alive" in vars(thread):
+        del thread.is_alive
 
 
 def _is_coroutine_function(function) -> bool:
