@@ -24,6 +24,7 @@ from .datadump import (
     read_data_dump,
     tensor_stats,
 )
+from .rendered import Rendered, Views
 
 __all__ = [
     "CompareRow",
@@ -40,20 +41,20 @@ __all__ = [
 # --------------------------------------------------------------------------- the explorer's models
 
 
-class _Rendered:
-    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.datadump`, named after the class."""
+def _load_views() -> dict:
+    from ..views import datadump as v
 
-    _view = ""
+    return {
+        DataDumpSummary: (v.html_summary, v.text_summary),
+        DataExecView: (v.html_exec, v.text_exec),
+        TensorView: (v.html_tensor, v.text_tensor),
+        TensorCompare: (v.html_compare, v.text_compare),
+        DataDumpExplorer: (v.html_explorer, v.text_explorer),
+    }
 
-    def _repr_html_(self) -> str:
-        from ..views import datadump as views
 
-        return getattr(views, f"html_{self._view}")(self)
-
-    def __repr__(self) -> str:
-        from ..views import datadump as views
-
-        return getattr(views, f"text_{self._view}")(self)
+class _Rendered(Rendered):
+    _views = Views(_load_views)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,6 @@ class DataDumpSummary(_Rendered):
     total_rows: int
     tensors: int
     size: int
-    _view = "summary"
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,6 @@ class DataExecView(_Rendered):
     total: int
     matched: int
     nonfinite_only: bool
-    _view = "exec"
 
 
 @dataclass(frozen=True, repr=False)
@@ -122,7 +121,6 @@ class TensorView(_Rendered):
     counts: tuple[int, ...]
     edges: tuple[float, ...]
     values: str
-    _view = "tensor"
 
 
 @dataclass(frozen=True)
@@ -142,13 +140,10 @@ class TensorCompare(_Rendered):
     slot: str
     across: str
     rows: tuple[CompareRow, ...]
-    _view = "compare"
 
 
 class DataDumpExplorer(_Rendered):
     """``msdebug.open_dump(path)`` on a data dump: ``repr`` shows the summary."""
-
-    _view = "explorer"
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.dump = read_data_dump(path)

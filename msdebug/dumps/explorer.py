@@ -18,6 +18,7 @@ from ..errors import DumpError, DumpFormatError, MsDebugError, echo
 from ..files import MiB, ascii_number, open_regular, read_regular
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
+from .rendered import Rendered, Views
 
 __all__ = [
     "DotView",
@@ -41,20 +42,24 @@ DEFAULT_LIMIT = 200
 PB_LIMIT = 512 * MiB  # the largest graph .pb file msdebug reads
 
 
-class _Rendered:
-    """``_repr_html_`` and ``__repr__`` from the view functions named after the class."""
+def _load_views() -> dict:
+    from ..views import explorer as v
 
-    _view = ""
+    return {
+        DumpSummary: (v.html_summary, v.text_summary),
+        GraphView: (v.html_graph, v.text_graph),
+        ExecOrderView: (v.html_exec_order, v.text_exec_order),
+        MemoryView: (v.html_memory, v.text_memory),
+        GraphDiff: (v.html_diff, v.text_diff),
+        PbSummary: (v.html_pb, v.text_pb),
+        StageNodes: (v.html_stage_nodes, v.text_stage_nodes),
+        DotView: (v.html_dot, v.text_dot),
+        Explorer: (v.html_summary, v.text_summary),
+    }
 
-    def _repr_html_(self) -> str:
-        from ..views import explorer as views
 
-        return getattr(views, f"html_{self._view}")(self)
-
-    def __repr__(self) -> str:
-        from ..views import explorer as views
-
-        return getattr(views, f"text_{self._view}")(self)
+class _Rendered(Rendered):
+    _views = Views(_load_views)
 
 
 # --------------------------------------------------------------------------- models
@@ -99,7 +104,6 @@ class DumpSummary(_Rendered):
     files: int
     size: int
     hints: tuple[str, ...] = ()
-    _view = "summary"
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,6 @@ class GraphView(_Rendered):
     search: str = ""
     op: str = ""
     params: tuple[tuple[str, str], ...] = ()
-    _view = "graph"
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,6 @@ class ExecOrderView(_Rendered):
     rows: tuple[ExecRow, ...]
     total: int
     ir_file: str = ""
-    _view = "exec_order"
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,6 @@ class MemoryView(_Rendered):
     rows: tuple[MemoryRow, ...]
     total: int
     totals: tuple[int, int, int]
-    _view = "memory"
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,6 @@ class GraphDiff(_Rendered):
     rows: tuple[DiffRow, ...]
     nodes: tuple[int, int]
     op_changes: tuple[tuple[str, int, int], ...] = ()
-    _view = "diff"
 
 
 @dataclass(frozen=True, repr=False)
@@ -223,7 +223,6 @@ class PbSummary(_Rendered):
     nodes: tuple[tuple[str, str, str], ...]  # name, op_type, full scope name
     op_counts: tuple[tuple[str, int], ...]
     available: bool = True
-    _view = "pb"
 
 
 @dataclass(frozen=True, repr=False)
@@ -233,7 +232,6 @@ class StageNodes(_Rendered):
     path: str
     stages: tuple[tuple[str, int], ...]  # label, node count
     total: int  # stages in the dump (at most MAX_STAGES are counted)
-    _view = "stage_nodes"
 
 
 @dataclass(frozen=True, repr=False)
@@ -246,7 +244,6 @@ class DotView(_Rendered):
     clusters: tuple[tuple[str, str], ...]  # cluster id, label
     size: int
     truncated: bool = False
-    _view = "dot"
 
 
 # --------------------------------------------------------------------------- explorer
@@ -256,8 +253,6 @@ MAX_STAGES = 60
 
 class Explorer(_Rendered):
     """An RDR tree, a save_graphs directory or one ``.ir`` file; ``repr`` shows the summary."""
-
-    _view = "summary"
 
     def __init__(self, path: str | os.PathLike) -> None:
         if not os.fspath(path).strip():
