@@ -26,6 +26,7 @@ from .datadump import (
     read_data_dump,
     tensor_stats,
 )
+from .rendered import Rendered, Views
 
 __all__ = [
     "Culprit",
@@ -95,17 +96,32 @@ class Culprit:
         )
 
     @property
+    def place(self) -> str:
+        """``cell [14], line 3`` or ``file.py:3``; empty when unknown."""
+        return self.cell or self.source
+
+    @property
+    def first_code(self) -> str:
+        """The first line of the code at :attr:`place`, stripped."""
+        return self.code.strip().splitlines()[0] if self.code.strip() else ""
+
+    @property
     def line(self) -> str:
         """``cell [14], line 3: `d = ops.sqrt(h - 1)``` or ``file.py:3: `code```."""
-        code = self.code.strip().splitlines()[0] if self.code.strip() else ""
-        place = self.cell or self.source
+        place, code = self.place, self.first_code
         if not place:
             return ""
         return f"{place}: `{code}`" if code else place
 
 
-@dataclass
-class NanReport:
+def _load_views() -> dict:
+    from ..views import nan as v
+
+    return {NanReport: (v.html_report, v.text_report)}
+
+
+@dataclass(repr=False)
+class NanReport(Rendered):
     """What ``%%msnan`` or a dump scan found: the culprit, or that everything is finite."""
 
     mode: str
@@ -122,15 +138,7 @@ class NanReport:
     def found(self) -> bool:
         return self.culprit is not None
 
-    def _repr_html_(self) -> str:
-        from ..views.nan import html_report
-
-        return html_report(self)
-
-    def __repr__(self) -> str:
-        from ..views.nan import text_report
-
-        return text_report(self)
+    _views = Views(_load_views)
 
 
 def _cell_label(path: str, line: int, numbers: Mapping[str, int] | None) -> str:
