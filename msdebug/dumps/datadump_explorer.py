@@ -41,20 +41,13 @@ __all__ = [
 # --------------------------------------------------------------------------- the explorer's models
 
 
-def _load_views() -> dict:
-    from ..views import datadump as v
+def _views_module():
+    from ..views import datadump
 
-    return {
-        DataDumpSummary: (v.html_summary, v.text_summary),
-        DataExecView: (v.html_exec, v.text_exec),
-        TensorView: (v.html_tensor, v.text_tensor),
-        TensorCompare: (v.html_compare, v.text_compare),
-        DataDumpExplorer: (v.html_explorer, v.text_explorer),
-    }
+    return datadump
 
 
-class _Rendered(Rendered):
-    _views = Views(_load_views)
+_VIEWS = Views(_views_module)
 
 
 @dataclass(frozen=True)
@@ -70,7 +63,7 @@ class IterationRow:
 
 
 @dataclass(frozen=True, repr=False)
-class DataDumpSummary(_Rendered):
+class DataDumpSummary(Rendered):
     root: str
     ranks: tuple[int, ...]
     metadata: dict
@@ -78,6 +71,7 @@ class DataDumpSummary(_Rendered):
     total_rows: int
     tensors: int
     size: int
+    _views = _VIEWS.pick(lambda v: (v.html_summary, v.text_summary))
 
 
 @dataclass(frozen=True)
@@ -98,8 +92,10 @@ class DataExecRow:
 
 
 @dataclass(frozen=True, repr=False)
-class DataExecView(_Rendered):
+class DataExecView(Rendered):
     """Ops of one iteration in execution order, with their output statistics."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_exec, v.text_exec))
 
     path: str
     where: str
@@ -110,8 +106,10 @@ class DataExecView(_Rendered):
 
 
 @dataclass(frozen=True, repr=False)
-class TensorView(_Rendered):
+class TensorView(Rendered):
     """One dumped tensor: statistics, a histogram of its finite values, its values folded."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_tensor, v.text_tensor))
 
     path: str
     op: str
@@ -133,8 +131,10 @@ class CompareRow:
 
 
 @dataclass(frozen=True, repr=False)
-class TensorCompare(_Rendered):
+class TensorCompare(Rendered):
     """One tensor across ranks or iterations, against the first."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_compare, v.text_compare))
 
     op: str
     slot: str
@@ -142,8 +142,10 @@ class TensorCompare(_Rendered):
     rows: tuple[CompareRow, ...]
 
 
-class DataDumpExplorer(_Rendered):
+class DataDumpExplorer(Rendered):
     """``msdebug.open_dump(path)`` on a data dump: ``repr`` shows the summary."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_explorer, v.text_explorer))
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.dump = read_data_dump(path)

@@ -42,24 +42,13 @@ DEFAULT_LIMIT = 200
 PB_LIMIT = 512 * MiB  # the largest graph .pb file msdebug reads
 
 
-def _load_views() -> dict:
-    from ..views import explorer as v
+def _views_module():
+    from ..views import explorer
 
-    return {
-        DumpSummary: (v.html_summary, v.text_summary),
-        GraphView: (v.html_graph, v.text_graph),
-        ExecOrderView: (v.html_exec_order, v.text_exec_order),
-        MemoryView: (v.html_memory, v.text_memory),
-        GraphDiff: (v.html_diff, v.text_diff),
-        PbSummary: (v.html_pb, v.text_pb),
-        StageNodes: (v.html_stage_nodes, v.text_stage_nodes),
-        DotView: (v.html_dot, v.text_dot),
-        Explorer: (v.html_summary, v.text_summary),
-    }
+    return explorer
 
 
-class _Rendered(Rendered):
-    _views = Views(_load_views)
+_VIEWS = Views(_views_module)
 
 
 # --------------------------------------------------------------------------- models
@@ -95,8 +84,10 @@ class RankSummary:
 
 
 @dataclass(frozen=True, repr=False)
-class DumpSummary(_Rendered):
+class DumpSummary(Rendered):
     """What a dump holds: per rank, files by kind with sizes, and the stages in pipeline order."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_summary, v.text_summary))
 
     kind: str  # "rdr", "graphs" or "ir"
     path: str
@@ -127,8 +118,10 @@ class NodeRow:
 
 
 @dataclass(frozen=True, repr=False)
-class GraphView(_Rendered):
+class GraphView(Rendered):
     """The nodes of one IR file, filtered by search text and op type, bounded."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_graph, v.text_graph))
 
     file: str
     entry: str
@@ -163,8 +156,10 @@ class ExecRow:
 
 
 @dataclass(frozen=True, repr=False)
-class ExecOrderView(_Rendered):
+class ExecOrderView(Rendered):
     """A graph's kernels in execution order, each linked to its IR node, source and memory."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_exec_order, v.text_exec_order))
 
     file: str
     graph_id: int | None
@@ -184,8 +179,10 @@ class MemoryRow:
 
 
 @dataclass(frozen=True, repr=False)
-class MemoryView(_Rendered):
+class MemoryView(Rendered):
     """Bytes per kernel (inputs, workspaces, outputs), largest first, with totals."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_memory, v.text_memory))
 
     file: str
     rows: tuple[MemoryRow, ...]
@@ -203,8 +200,10 @@ class DiffRow:
 
 
 @dataclass(frozen=True, repr=False)
-class GraphDiff(_Rendered):
+class GraphDiff(Rendered):
     """Which nodes appeared, vanished or changed between two IR files (two passes)."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_diff, v.text_diff))
 
     before: str
     after: str
@@ -215,8 +214,10 @@ class GraphDiff(_Rendered):
 
 
 @dataclass(frozen=True, repr=False)
-class PbSummary(_Rendered):
+class PbSummary(Rendered):
     """A ``.pb`` graph (``mindspore.irpb.ModelProto``) read with MindSpore's anf_ir_pb2."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_pb, v.text_pb))
 
     file: str
     graph: str
@@ -226,8 +227,10 @@ class PbSummary(_Rendered):
 
 
 @dataclass(frozen=True, repr=False)
-class StageNodes(_Rendered):
+class StageNodes(Rendered):
     """How many nodes each front-end pipeline stage has, in pipeline order."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_stage_nodes, v.text_stage_nodes))
 
     path: str
     stages: tuple[tuple[str, int], ...]  # label, node count
@@ -235,8 +238,10 @@ class StageNodes(_Rendered):
 
 
 @dataclass(frozen=True, repr=False)
-class DotView(_Rendered):
+class DotView(Rendered):
     """A Graphviz ``.dot`` file save_graphs wrote, as msdebug draws it (no Graphviz needed)."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_dot, v.text_dot))
 
     file: str
     nodes: tuple[tuple[str, tuple[str, ...], str], ...]  # id, text lines, cluster id
@@ -251,8 +256,10 @@ class DotView(_Rendered):
 MAX_STAGES = 60
 
 
-class Explorer(_Rendered):
+class Explorer(Rendered):
     """An RDR tree, a save_graphs directory or one ``.ir`` file; ``repr`` shows the summary."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_summary, v.text_summary))
 
     def __init__(self, path: str | os.PathLike) -> None:
         if not os.fspath(path).strip():

@@ -114,15 +114,20 @@ class Culprit:
         return f"{place}: `{code}`" if code else place
 
 
-def _load_views() -> dict:
-    from ..views import nan as v
+def _views_module():
+    from ..views import nan
 
-    return {NanReport: (v.html_report, v.text_report)}
+    return nan
+
+
+_VIEWS = Views(_views_module)
 
 
 @dataclass(repr=False)
 class NanReport(Rendered):
     """What ``%%msnan`` or a dump scan found: the culprit, or that everything is finite."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_report, v.text_report))
 
     mode: str
     culprit: Culprit | None
@@ -137,8 +142,6 @@ class NanReport(Rendered):
     @property
     def found(self) -> bool:
         return self.culprit is not None
-
-    _views = Views(_load_views)
 
 
 def _cell_label(path: str, line: int, numbers: Mapping[str, int] | None) -> str:

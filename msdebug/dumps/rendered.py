@@ -1,44 +1,65 @@
-"""The one way a reader's model renders itself: ``_repr_html_`` and ``__repr__`` through its view functions.
+"""The one way a reader's model shows itself: ``_repr_html_`` and ``__repr__`` through its view functions.
 
-Readers never import views at module level: a reader module hands :class:`Views` a function that
-imports its view module and returns ``{model class: (html function, text function)}``; it runs the
-first time one of the module's models is shown.
+Readers never import views at module level. A reader module makes one :class:`Views` from a function
+that imports its view module; each model class picks its pair of view functions from that module
+with a function, run the first time a model of the class is shown::
+
+    _VIEWS = Views(_views_module)
+
+    class GraphView(Rendered):
+        _views = _VIEWS.pick(lambda v: (v.html_graph, v.text_graph))
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, ClassVar
 
 Render = Callable[[Any], str]
+Pair = tuple[Render, Render]
 
-__all__ = ["Rendered", "Views"]
+__all__ = ["Rendered", "ViewPair", "Views"]
 
 
 class Views:
-    """A reader module's table of view functions, built by ``load`` on first use."""
+    """A reader module's view module, imported by ``load`` the first time one of its models is shown."""
 
-    def __init__(self, load: Callable[[], dict[type, tuple[Render, Render]]]) -> None:
+    def __init__(self, load: Callable[[], ModuleType]) -> None:
         self._load = load
-        self._table: dict[type, tuple[Render, Render]] | None = None
+        self._module: ModuleType | None = None
 
-    def of(self, model: object) -> tuple[Render, Render]:
-        """``(html, text)`` for ``model``: those of its class, or of the nearest base class listed."""
-        if self._table is None:
-            self._table = self._load()
-        for cls in type(model).__mro__:
-            if cls in self._table:
-                return self._table[cls]
-        raise TypeError(f"no view renders {type(model).__name__}")
+    def module(self) -> ModuleType:
+        if self._module is None:
+            self._module = self._load()
+        return self._module
+
+    def pick(self, pick: Callable[[ModuleType], Pair]) -> ViewPair:
+        """One model class's ``(html, text)`` functions: ``pick(view module)``, when first needed."""
+        return ViewPair(self, pick)
+
+
+class ViewPair:
+    """The ``(html, text)`` view functions of one model class, picked from its view module on first use."""
+
+    def __init__(self, views: Views, pick: Callable[[ModuleType], Pair]) -> None:
+        self._views = views
+        self._pick = pick
+        self._pair: Pair | None = None
+
+    def pair(self) -> Pair:
+        if self._pair is None:
+            self._pair = self._pick(self._views.module())
+        return self._pair
 
 
 class Rendered:
-    """A model shown through the view functions its module's :class:`Views` lists for its class."""
+    """A model shown through the pair of view functions its class names in ``_views``."""
 
-    _views: ClassVar[Views]
+    _views: ClassVar[ViewPair]
 
     def _repr_html_(self) -> str:
-        return self._views.of(self)[0](self)
+        return self._views.pair()[0](self)
 
     def __repr__(self) -> str:
-        return self._views.of(self)[1](self)
+        return self._views.pair()[1](self)
