@@ -41,13 +41,11 @@ __all__ = [
 # --------------------------------------------------------------------------- the explorer's models
 
 
-def _views_module():
+@Views
+def _VIEWS():
     from ..views import datadump
 
     return datadump
-
-
-_VIEWS = Views(_views_module)
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,11 @@ DEFAULT_LIMIT = 200
 PB_LIMIT = 512 * MiB  # the largest graph .pb file msdebug reads
 
 
-def _views_module():
+@Views
+def _VIEWS():
     from ..views import explorer
 
     return explorer
-
-
-_VIEWS = Views(_views_module)
 
 
 # --------------------------------------------------------------------------- models

@@ -114,13 +114,11 @@ class Culprit:
         return f"{place}: `{code}`" if code else place
 
 
-def _views_module():
+@Views
+def _VIEWS():
     from ..views import nan
 
     return nan
-
-
-_VIEWS = Views(_views_module)
 
 
 @dataclass(repr=False)

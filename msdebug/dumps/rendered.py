@@ -4,7 +4,11 @@ Readers never import views at module level. A reader module makes one :class:`Vi
 that imports its view module; each model class picks its pair of view functions from that module
 with a function, run the first time a model of the class is shown::
 
-    _VIEWS = Views(_views_module)
+    @Views
+    def _VIEWS():
+        from ..views import explorer
+
+        return explorer
 
     class GraphView(Rendered):
         _views = _VIEWS.pick(lambda v: (v.html_graph, v.text_graph))
