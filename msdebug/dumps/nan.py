@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import DumpError, DumpFormatError
@@ -142,19 +142,19 @@ class NanReport(Rendered):
         return self.culprit is not None
 
 
-def _cell_label(path: str, line: int, numbers: Mapping[str, int] | None) -> str:
-    """``cell [14], line 3`` for a line of a notebook cell (``cell, line 3`` when ``numbers``,
-    IPython's file name -> execution count map, does not know it); '' for other files."""
+def _cell_label(path: str, line: int) -> str:
+    """``cell [14], line 3`` for a line of a notebook cell (``cell, line 3`` when :mod:`.cells`
+    does not know which ``In [N]`` it was); '' for other files."""
     if not cells.is_cell(path):
         return ""
-    number = (numbers or {}).get(path)
+    number = cells.cell_number(path)
     return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
 
 
-def source_text(path: str, line: int, code: str, numbers: Mapping[str, int] | None = None) -> tuple[str, str, str]:
+def source_text(path: str, line: int, code: str) -> tuple[str, str, str]:
     """``(source, code, cell)`` for a location: the cell's own code where ``path`` is a
     notebook cell (``cell [14], line 3``), else the file's line and the dumped code."""
-    label = _cell_label(path, line, numbers)
+    label = _cell_label(path, line)
     own = cells.cell_code(path, line)
     if label:
         return f"{path}:{line}", (own if own is not None else code).strip(), label
@@ -204,7 +204,6 @@ def scan_dump(
     *,
     rank: int | None = None,
     progress: ProgressFn | None = None,
-    numbers: Mapping[str, int] | None = None,
 ) -> NanReport:
     """Scan a data dump in execution order and report the first non-finite tensor.
 
@@ -240,7 +239,7 @@ def scan_dump(
     culprit = None
     if found:
         _, iteration, op, tensor = min(found, key=lambda f: (f[1].iteration, f[0]))
-        culprit = _culprit(data, iteration, op, tensor, scanner, numbers)
+        culprit = _culprit(data, iteration, op, tensor, scanner)
         if len(ranks) > 1:
             others = sorted({f[1].rank for f in found} - {iteration.rank})
             if others:
@@ -288,7 +287,6 @@ def _culprit(
     op: DumpOp | None,
     tensor: TensorFile,
     scanner: _Scanner,
-    numbers: Mapping[str, int] | None,
 ) -> Culprit:
     stats = scanner.stats(tensor)
     where = f"rank {iteration.rank}, net {iteration.net}, graph {iteration.graph_id}, iteration {iteration.iteration}"
@@ -320,7 +318,7 @@ def _culprit(
             node = None
         location = node.source if node is not None else None
         if location is not None:
-            source, code, cell = source_text(location.path, location.line, location.code, numbers)
+            source, code, cell = source_text(location.path, location.line, location.code)
         if not made_here and node is not None:
             position = tensor.slot
             refs = node.inputs
