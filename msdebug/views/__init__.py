@@ -7,14 +7,8 @@ import the key catalog behind them.
 
 from typing import Any
 
-__all__ = [
-    "html_change_report",
-    "html_key_info",
-    "html_state",
-    "text_change_report",
-    "text_key_info",
-    "text_state",
-]
+# views.context's renderers: an HTML and a text one for each of its models.
+__all__ = [f"{form}_{model}" for model in ("change_report", "key_info", "state") for form in ("html", "text")]
 
 
 def __getattr__(name: str) -> Any:
