@@ -254,10 +254,8 @@ class DotView(Rendered):
 MAX_STAGES = 60
 
 
-class Explorer(Rendered):
+class Explorer:
     """An RDR tree, a save_graphs directory or one ``.ir`` file; ``repr`` shows the summary."""
-
-    _views = _VIEWS.pick(lambda v: (v.html_summary, v.text_summary))
 
     def __init__(self, path: str | os.PathLike) -> None:
         if not os.fspath(path).strip():

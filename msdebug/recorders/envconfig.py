@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import backend as _backend
+from ..dumps.rendered import Rendered, Views
 from ..errors import InvalidValueError, MsDebugError, echo
 from ..files import MiB, read_regular, refuse_special
 from ..keys import did_you_mean, load_json, version_tuple
@@ -383,9 +384,18 @@ class Effective:
     overridden: str = ""  # what lost, e.g. "MS_RDR_PATH=/a"
 
 
+@Views
+def _VIEWS():
+    from ..views import rdr
+
+    return rdr
+
+
 @dataclass(frozen=True, repr=False)
-class RdrStatus:
+class RdrStatus(Rendered):
     """What RDR will do in this process, and what it has exported so far."""
+
+    _views = _VIEWS.pick(lambda v: (v.html_rdr_status, v.text_rdr_status))
 
     version: str | None
     supported: bool
@@ -401,16 +411,6 @@ class RdrStatus:
             if setting.key == key:
                 return setting.value
         raise KeyError(key)
-
-    def __repr__(self) -> str:
-        from ..views.rdr import text_rdr_status
-
-        return text_rdr_status(self)
-
-    def _repr_html_(self) -> str:
-        from ..views.rdr import html_rdr_status
-
-        return html_rdr_status(self)
 
 
 def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = None) -> RdrStatus:

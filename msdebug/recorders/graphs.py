@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from .. import backend as _backend
+from ..dumps.rendered import Rendered, Views
 from ..errors import MsDebugError
 from ..files import ascii_number
 
@@ -21,8 +22,17 @@ ENV_LEVEL, ENV_PATH = "MS_DEV_SAVE_GRAPHS", "MS_DEV_SAVE_GRAPHS_PATH"
 LEVELS = {0: "off", 1: "compile stages", 2: "stages and backend passes", 3: "stages, passes and .dot graphs"}
 
 
+@Views
+def _VIEWS():
+    from ..views import graphs
+
+    return graphs
+
+
 @dataclass(frozen=True, repr=False)
-class SaveGraphsStatus:
+class SaveGraphsStatus(Rendered):
+    _views = _VIEWS.pick(lambda v: (v.html_save_graphs, v.text_save_graphs))
+
     level: int
     path: str
     via: str  # "context" or "env"
@@ -34,16 +44,6 @@ class SaveGraphsStatus:
     def level_name(self) -> str:
         """What the level dumps: ``"compile stages"`` ... (``"off"`` for 0)."""
         return LEVELS.get(self.level, "?")
-
-    def __repr__(self) -> str:
-        from ..views.graphs import text_save_graphs
-
-        return text_save_graphs(self)
-
-    def _repr_html_(self) -> str:
-        from ..views.graphs import html_save_graphs
-
-        return html_save_graphs(self)
 
 
 def _context_keys() -> bool:
