@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from . import backend as _backend
 from . import interrupts
-from .dumps.rendered import Rendered, Views
+from .dumps.rendered import Rendered, rendered_by
 from .errors import (
     DeviceLockedError,
     InvalidValueError,
@@ -127,18 +127,11 @@ class Row:
     note: str = ""
 
 
-@Views
-def _VIEWS():
-    from .views import context
-
-    return context
-
-
 @dataclass(frozen=True, repr=False)
 class ContextState(Rendered):
     """The whole context at one moment, for the table."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_state, v.text_state))
+    _views = rendered_by(lambda v: (v.context.html_state, v.context.text_state))
 
     version: str
     device: _backend.DeviceState
@@ -191,7 +184,7 @@ class ContextState(Rendered):
 class KeyInfo(Rendered):
     """Everything about one key, for ``%mscontext KEY``."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_key_info, v.text_key_info))
+    _views = rendered_by(lambda v: (v.context.html_key_info, v.context.text_key_info))
 
     key: ContextKey
     version: str | None

@@ -24,7 +24,7 @@ from .datadump import (
     read_data_dump,
     tensor_stats,
 )
-from .rendered import Rendered, Views
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "CompareRow",
@@ -39,13 +39,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- the explorer's models
-
-
-@Views
-def _VIEWS():
-    from ..views import datadump
-
-    return datadump
 
 
 @dataclass(frozen=True)
@@ -69,7 +62,7 @@ class DataDumpSummary(Rendered):
     total_rows: int
     tensors: int
     size: int
-    _views = _VIEWS.pick(lambda v: (v.html_summary, v.text_summary))
+    _views = rendered_by(lambda v: (v.datadump.html_summary, v.datadump.text_summary))
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,7 @@ class DataExecRow:
 class DataExecView(Rendered):
     """Ops of one iteration in execution order, with their output statistics."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_exec, v.text_exec))
+    _views = rendered_by(lambda v: (v.datadump.html_exec, v.datadump.text_exec))
 
     path: str
     where: str
@@ -107,7 +100,7 @@ class DataExecView(Rendered):
 class TensorView(Rendered):
     """One dumped tensor: statistics, a histogram of its finite values, its values folded."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_tensor, v.text_tensor))
+    _views = rendered_by(lambda v: (v.datadump.html_tensor, v.datadump.text_tensor))
 
     path: str
     op: str
@@ -132,7 +125,7 @@ class CompareRow:
 class TensorCompare(Rendered):
     """One tensor across ranks or iterations, against the first."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_compare, v.text_compare))
+    _views = rendered_by(lambda v: (v.datadump.html_compare, v.datadump.text_compare))
 
     op: str
     slot: str
@@ -143,7 +136,7 @@ class TensorCompare(Rendered):
 class DataDumpExplorer(Rendered):
     """``msdebug.open_dump(path)`` on a data dump: ``repr`` shows the summary."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_explorer, v.text_explorer))
+    _views = rendered_by(lambda v: (v.datadump.html_explorer, v.datadump.text_explorer))
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.dump = read_data_dump(path)

@@ -18,7 +18,7 @@ from ..errors import DumpError, DumpFormatError, MsDebugError, echo
 from ..files import MiB, ascii_number, open_regular, read_regular
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
-from .rendered import Rendered, Views
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "DotView",
@@ -40,13 +40,6 @@ __all__ = [
 DEFAULT_LIMIT = 200
 
 PB_LIMIT = 512 * MiB  # the largest graph .pb file msdebug reads
-
-
-@Views
-def _VIEWS():
-    from ..views import explorer
-
-    return explorer
 
 
 # --------------------------------------------------------------------------- models
@@ -85,7 +78,7 @@ class RankSummary:
 class DumpSummary(Rendered):
     """What a dump holds: per rank, files by kind with sizes, and the stages in pipeline order."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_summary, v.text_summary))
+    _views = rendered_by(lambda v: (v.explorer.html_summary, v.explorer.text_summary))
 
     kind: str  # "rdr", "graphs" or "ir"
     path: str
@@ -119,7 +112,7 @@ class NodeRow:
 class GraphView(Rendered):
     """The nodes of one IR file, filtered by search text and op type, bounded."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_graph, v.text_graph))
+    _views = rendered_by(lambda v: (v.explorer.html_graph, v.explorer.text_graph))
 
     file: str
     entry: str
@@ -157,7 +150,7 @@ class ExecRow:
 class ExecOrderView(Rendered):
     """A graph's kernels in execution order, each linked to its IR node, source and memory."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_exec_order, v.text_exec_order))
+    _views = rendered_by(lambda v: (v.explorer.html_exec_order, v.explorer.text_exec_order))
 
     file: str
     graph_id: int | None
@@ -180,7 +173,7 @@ class MemoryRow:
 class MemoryView(Rendered):
     """Bytes per kernel (inputs, workspaces, outputs), largest first, with totals."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_memory, v.text_memory))
+    _views = rendered_by(lambda v: (v.explorer.html_memory, v.explorer.text_memory))
 
     file: str
     rows: tuple[MemoryRow, ...]
@@ -201,7 +194,7 @@ class DiffRow:
 class GraphDiff(Rendered):
     """Which nodes appeared, vanished or changed between two IR files (two passes)."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_diff, v.text_diff))
+    _views = rendered_by(lambda v: (v.explorer.html_diff, v.explorer.text_diff))
 
     before: str
     after: str
@@ -215,7 +208,7 @@ class GraphDiff(Rendered):
 class PbSummary(Rendered):
     """A ``.pb`` graph (``mindspore.irpb.ModelProto``) read with MindSpore's anf_ir_pb2."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_pb, v.text_pb))
+    _views = rendered_by(lambda v: (v.explorer.html_pb, v.explorer.text_pb))
 
     file: str
     graph: str
@@ -228,7 +221,7 @@ class PbSummary(Rendered):
 class StageNodes(Rendered):
     """How many nodes each front-end pipeline stage has, in pipeline order."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_stage_nodes, v.text_stage_nodes))
+    _views = rendered_by(lambda v: (v.explorer.html_stage_nodes, v.explorer.text_stage_nodes))
 
     path: str
     stages: tuple[tuple[str, int], ...]  # label, node count
@@ -239,7 +232,7 @@ class StageNodes(Rendered):
 class DotView(Rendered):
     """A Graphviz ``.dot`` file save_graphs wrote, as msdebug draws it (no Graphviz needed)."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_dot, v.text_dot))
+    _views = rendered_by(lambda v: (v.explorer.html_dot, v.explorer.text_dot))
 
     file: str
     nodes: tuple[tuple[str, tuple[str, ...], str], ...]  # id, text lines, cluster id

@@ -26,7 +26,7 @@ from .datadump import (
     read_data_dump,
     tensor_stats,
 )
-from .rendered import Rendered, Views
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "Culprit",
@@ -114,18 +114,11 @@ class Culprit:
         return f"{place}: `{code}`" if code else place
 
 
-@Views
-def _VIEWS():
-    from ..views import nan
-
-    return nan
-
-
 @dataclass(repr=False)
 class NanReport(Rendered):
     """What ``%%msnan`` or a dump scan found: the culprit, or that everything is finite."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_report, v.text_report))
+    _views = rendered_by(lambda v: (v.nan.html_report, v.nan.text_report))
 
     mode: str
     culprit: Culprit | None

@@ -1,17 +1,11 @@
-"""The one way a reader's model shows itself: ``_repr_html_`` and ``__repr__`` through its view functions.
+"""The one way a model shows itself: ``_repr_html_`` and ``__repr__`` through its view functions.
 
-Readers never import views at module level. A reader module makes one :class:`Views` from a function
-that imports its view module; each model class picks its pair of view functions from that module
-with a function, run the first time a model of the class is shown::
-
-    @Views
-    def _VIEWS():
-        from ..views import explorer
-
-        return explorer
+A model class names its pair of view functions directly, in a function of the :mod:`msdebug.views`
+package that runs the first time a model of the class is shown (readers never import views at
+module level; the package imports a view module when it is first named)::
 
     class GraphView(Rendered):
-        _views = _VIEWS.pick(lambda v: (v.html_graph, v.text_graph))
+        _views = rendered_by(lambda v: (v.explorer.html_graph, v.explorer.text_graph))
 """
 
 from __future__ import annotations
@@ -23,38 +17,27 @@ from typing import Any, ClassVar
 Render = Callable[[Any], str]
 Pair = tuple[Render, Render]
 
-__all__ = ["Rendered", "ViewPair", "Views"]
-
-
-class Views:
-    """A reader module's view module, imported by ``load`` the first time one of its models is shown."""
-
-    def __init__(self, load: Callable[[], ModuleType]) -> None:
-        self._load = load
-        self._module: ModuleType | None = None
-
-    def module(self) -> ModuleType:
-        if self._module is None:
-            self._module = self._load()
-        return self._module
-
-    def pick(self, pick: Callable[[ModuleType], Pair]) -> ViewPair:
-        """One model class's ``(html, text)`` functions: ``pick(view module)``, when first needed."""
-        return ViewPair(self, pick)
+__all__ = ["Rendered", "ViewPair", "rendered_by"]
 
 
 class ViewPair:
-    """The ``(html, text)`` view functions of one model class, picked from its view module on first use."""
+    """The ``(html, text)`` view functions of one model class, picked from :mod:`msdebug.views` on first use."""
 
-    def __init__(self, views: Views, pick: Callable[[ModuleType], Pair]) -> None:
-        self._views = views
+    def __init__(self, pick: Callable[[ModuleType], Pair]) -> None:
         self._pick = pick
         self._pair: Pair | None = None
 
     def pair(self) -> Pair:
         if self._pair is None:
-            self._pair = self._pick(self._views.module())
+            from .. import views
+
+            self._pair = self._pick(views)
         return self._pair
+
+
+def rendered_by(pick: Callable[[ModuleType], Pair]) -> ViewPair:
+    """A model class's ``_views``: ``pick(msdebug.views)`` gives its ``(html, text)`` functions."""
+    return ViewPair(pick)
 
 
 class Rendered:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import datadump as _switch
-from ..dumps.rendered import Rendered, Views
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import DumpConfigError, DumpTooLateError, did_you_mean
 from ..files import open_regular, read_regular
 from ..schema import Field, validate
@@ -333,18 +333,11 @@ def first_cell(config_file: str | os.PathLike) -> str:
 # --------------------------------------------------------------------------- state
 
 
-@Views
-def _VIEWS():
-    from ..views import datadump
-
-    return datadump
-
-
 @dataclass(repr=False)
 class DumpStatus(Rendered):
     """What is configured, what MindSpore has taken, and what it has written."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_dump_status, v.text_dump_status))
+    _views = rendered_by(lambda v: (v.datadump.html_dump_status, v.datadump.text_dump_status))
 
     config_file: str | None
     config: dict | None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import backend as _backend
-from ..dumps.rendered import Rendered, Views
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import InvalidValueError, MsDebugError, echo
 from ..files import MiB, read_regular, refuse_special
 from ..keys import did_you_mean, load_json, version_tuple
@@ -384,18 +384,11 @@ class Effective:
     overridden: str = ""  # what lost, e.g. "MS_RDR_PATH=/a"
 
 
-@Views
-def _VIEWS():
-    from ..views import rdr
-
-    return rdr
-
-
 @dataclass(frozen=True, repr=False)
 class RdrStatus(Rendered):
     """What RDR will do in this process, and what it has exported so far."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_rdr_status, v.text_rdr_status))
+    _views = rendered_by(lambda v: (v.rdr.html_rdr_status, v.rdr.text_rdr_status))
 
     version: str | None
     supported: bool

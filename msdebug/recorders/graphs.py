@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from .. import backend as _backend
-from ..dumps.rendered import Rendered, Views
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import MsDebugError
 from ..files import ascii_number
 
@@ -22,16 +22,9 @@ ENV_LEVEL, ENV_PATH = "MS_DEV_SAVE_GRAPHS", "MS_DEV_SAVE_GRAPHS_PATH"
 LEVELS = {0: "off", 1: "compile stages", 2: "stages and backend passes", 3: "stages, passes and .dot graphs"}
 
 
-@Views
-def _VIEWS():
-    from ..views import graphs
-
-    return graphs
-
-
 @dataclass(frozen=True, repr=False)
 class SaveGraphsStatus(Rendered):
-    _views = _VIEWS.pick(lambda v: (v.html_save_graphs, v.text_save_graphs))
+    _views = rendered_by(lambda v: (v.graphs.html_save_graphs, v.graphs.text_save_graphs))
 
     level: int
     path: str

@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import interrupts
 from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, RankMark, compare, find_runs, rank_marks, read_profile
-from ..dumps.rendered import Rendered, Views
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError
 from ..files import read_regular, refuse_special
 from ..schema import Field, validate
@@ -57,17 +57,10 @@ _TOP = 15
 # --------------------------------------------------------------------------- reports
 
 
-@Views
-def _VIEWS():
-    from ..views import profile
-
-    return profile
-
-
 class ProfileReport(Rendered):
     """The inline report of a profile: op types, top ops, per-step times, ranks, notes."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_profile, v.text_profile))
+    _views = rendered_by(lambda v: (v.profile.html_profile, v.profile.text_profile))
 
     def __init__(
         self,
@@ -719,7 +712,7 @@ def _check_fields(where: str, values: Any, table: Mapping[str, Field]) -> list[s
 class ProfilerOptions(Rendered):
     """A validated ``MS_PROFILER_OPTIONS`` and what it does in this process."""
 
-    _views = _VIEWS.pick(lambda v: (v.html_options, v.text_options))
+    _views = rendered_by(lambda v: (v.profile.html_options, v.profile.text_options))
 
     values: dict
     applied: bool
