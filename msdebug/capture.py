@@ -379,12 +379,7 @@ class PrintCapture:
     def __enter__(self) -> PrintCapture:
         # The SIGINT handler that defers interrupts stays from here to the end of __exit__,
         # so an interrupt on the first line of __exit__ waits for the switch back.
-        interrupts.hold()
-        try:
-            self._open()  # an interrupt that waited inside is raised here, after it returned
-        except BaseException:
-            self._close()
-            raise
+        interrupts.enter_held(self._open, self._close)
         return self
 
     @interrupts.protected

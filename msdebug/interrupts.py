@@ -28,9 +28,10 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any, TypeVar
 
-__all__ = ["protected", "interruptible", "hold", "let_go", "keep_while_held"]
+__all__ = ["protected", "interruptible", "hold", "let_go", "keep_while_held", "enter_held"]
 
 Function = TypeVar("Function", bound=Callable[..., Any])
+T = TypeVar("T")
 
 _PROTECTED: set[CodeType] = set()
 _INTERRUPTIBLE: set[CodeType] = set()
@@ -107,6 +108,20 @@ def let_go() -> None:
         _tell_keepers(False)  # before the handler goes: an interrupt in a keeper waits
     if not _holds and signal.getsignal(signal.SIGINT) is _handler:
         signal.signal(signal.SIGINT, _previous)
+
+
+def enter_held(start: Callable[[], T], undo: Callable[[], object]) -> T:
+    """A protected context manager's ``__enter__``: :func:`hold` SIGINT until its ``__exit__``, then ``start()``.
+
+    When ``start`` raises (an interrupt that waited inside it is raised as it returns, so here
+    too), ``undo()`` puts back what it did and the exception goes on.
+    """
+    hold()
+    try:
+        return start()
+    except BaseException:
+        undo()
+        raise
 
 
 def keep_while_held(keeper: Callable[[bool], None]) -> None:

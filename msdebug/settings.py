@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from . import backend as _backend
 from . import interrupts
+from .dumps.rendered import Rendered, rendered_by
 from .errors import (
     DeviceLockedError,
     InvalidValueError,
@@ -126,9 +127,11 @@ class Row:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class ContextState:
+@dataclass(frozen=True, repr=False)
+class ContextState(Rendered):
     """The whole context at one moment, for the table."""
+
+    _views = rendered_by(lambda v: (v.context.html_state, v.context.text_state))
 
     version: str
     device: _backend.DeviceState
@@ -176,20 +179,12 @@ class ContextState:
                 return row.value
         return get(name)
 
-    def __repr__(self) -> str:
-        from .views import text_state
 
-        return text_state(self)
-
-    def _repr_html_(self) -> str:
-        from .views import html_state
-
-        return html_state(self)
-
-
-@dataclass(frozen=True)
-class KeyInfo:
+@dataclass(frozen=True, repr=False)
+class KeyInfo(Rendered):
     """Everything about one key, for ``%mscontext KEY``."""
+
+    _views = rendered_by(lambda v: (v.context.html_key_info, v.context.text_key_info))
 
     key: ContextKey
     version: str | None
@@ -199,16 +194,6 @@ class KeyInfo:
     available: bool = True
     problem: str = ""
     extra: tuple[str, ...] = field(default=())
-
-    def __repr__(self) -> str:
-        from .views import text_key_info
-
-        return text_key_info(self)
-
-    def _repr_html_(self) -> str:
-        from .views import html_key_info
-
-        return html_key_info(self)
 
 
 # --------------------------------------------------------------------------- keys msdebug implements
@@ -662,12 +647,7 @@ class _Scoped:
         self.scope: Scope | None = None
 
     def __enter__(self) -> Scope:
-        interrupts.hold()
-        try:
-            self._open()  # an interrupt that waited inside is raised here, after it returned
-        except BaseException:
-            self._close()
-            raise
+        interrupts.enter_held(self._open, self._close)
         return self.scope
 
     @interrupts.protected

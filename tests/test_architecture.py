@@ -274,7 +274,7 @@ UI_PIECES = {"status", "panel", "explorer"}
 HELPERS = {
     "backend": {"version", "process", "protos", "hooks"},  # hooks: PyNative op hooks, used by nan
     "recorders": {"envconfig"},  # MindSpore's env_config.json file, which RDR is read from
-    "dumps": {"ir", "cells"},  # the .ir format (rdr and graphs); notebook cell names
+    "dumps": {"ir", "cells", "rendered"},  # the .ir format (rdr and graphs); notebook cell names; the models' mixin
     "views": {"_html", "_text", "svg"},  # shared HTML/text pieces; SVG charts and drawings
     "ipython": {"extension", "prefs", "hooks", "completion", "controls", "comm"},
     "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body

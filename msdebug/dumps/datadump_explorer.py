@@ -24,6 +24,7 @@ from .datadump import (
     read_data_dump,
     tensor_stats,
 )
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "CompareRow",
@@ -40,22 +41,6 @@ __all__ = [
 # --------------------------------------------------------------------------- the explorer's models
 
 
-class _Rendered:
-    """``_repr_html_`` and ``__repr__`` from :mod:`msdebug.views.datadump`, named after the class."""
-
-    _view = ""
-
-    def _repr_html_(self) -> str:
-        from ..views import datadump as views
-
-        return getattr(views, f"html_{self._view}")(self)
-
-    def __repr__(self) -> str:
-        from ..views import datadump as views
-
-        return getattr(views, f"text_{self._view}")(self)
-
-
 @dataclass(frozen=True)
 class IterationRow:
     rank: int
@@ -69,7 +54,7 @@ class IterationRow:
 
 
 @dataclass(frozen=True, repr=False)
-class DataDumpSummary(_Rendered):
+class DataDumpSummary(Rendered):
     root: str
     ranks: tuple[int, ...]
     metadata: dict
@@ -77,7 +62,7 @@ class DataDumpSummary(_Rendered):
     total_rows: int
     tensors: int
     size: int
-    _view = "summary"
+    _views = rendered_by(lambda v: (v.datadump.html_summary, v.datadump.text_summary))
 
 
 @dataclass(frozen=True)
@@ -98,8 +83,10 @@ class DataExecRow:
 
 
 @dataclass(frozen=True, repr=False)
-class DataExecView(_Rendered):
+class DataExecView(Rendered):
     """Ops of one iteration in execution order, with their output statistics."""
+
+    _views = rendered_by(lambda v: (v.datadump.html_exec, v.datadump.text_exec))
 
     path: str
     where: str
@@ -107,12 +94,13 @@ class DataExecView(_Rendered):
     total: int
     matched: int
     nonfinite_only: bool
-    _view = "exec"
 
 
 @dataclass(frozen=True, repr=False)
-class TensorView(_Rendered):
+class TensorView(Rendered):
     """One dumped tensor: statistics, a histogram of its finite values, its values folded."""
+
+    _views = rendered_by(lambda v: (v.datadump.html_tensor, v.datadump.text_tensor))
 
     path: str
     op: str
@@ -122,7 +110,6 @@ class TensorView(_Rendered):
     counts: tuple[int, ...]
     edges: tuple[float, ...]
     values: str
-    _view = "tensor"
 
 
 @dataclass(frozen=True)
@@ -135,20 +122,21 @@ class CompareRow:
 
 
 @dataclass(frozen=True, repr=False)
-class TensorCompare(_Rendered):
+class TensorCompare(Rendered):
     """One tensor across ranks or iterations, against the first."""
+
+    _views = rendered_by(lambda v: (v.datadump.html_compare, v.datadump.text_compare))
 
     op: str
     slot: str
     across: str
     rows: tuple[CompareRow, ...]
-    _view = "compare"
 
 
-class DataDumpExplorer(_Rendered):
+class DataDumpExplorer(Rendered):
     """``msdebug.open_dump(path)`` on a data dump: ``repr`` shows the summary."""
 
-    _view = "explorer"
+    _views = rendered_by(lambda v: (v.datadump.html_explorer, v.datadump.text_explorer))
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.dump = read_data_dump(path)

@@ -18,6 +18,7 @@ from ..errors import DumpError, DumpFormatError, MsDebugError, echo
 from ..files import MiB, ascii_number, open_regular, read_regular
 from . import cells, graphs, rdr
 from .ir import IrFile, IrNode, read_ir
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "DotView",
@@ -39,22 +40,6 @@ __all__ = [
 DEFAULT_LIMIT = 200
 
 PB_LIMIT = 512 * MiB  # the largest graph .pb file msdebug reads
-
-
-class _Rendered:
-    """``_repr_html_`` and ``__repr__`` from the view functions named after the class."""
-
-    _view = ""
-
-    def _repr_html_(self) -> str:
-        from ..views import explorer as views
-
-        return getattr(views, f"html_{self._view}")(self)
-
-    def __repr__(self) -> str:
-        from ..views import explorer as views
-
-        return getattr(views, f"text_{self._view}")(self)
 
 
 # --------------------------------------------------------------------------- models
@@ -90,8 +75,10 @@ class RankSummary:
 
 
 @dataclass(frozen=True, repr=False)
-class DumpSummary(_Rendered):
+class DumpSummary(Rendered):
     """What a dump holds: per rank, files by kind with sizes, and the stages in pipeline order."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_summary, v.explorer.text_summary))
 
     kind: str  # "rdr", "graphs" or "ir"
     path: str
@@ -99,7 +86,6 @@ class DumpSummary(_Rendered):
     files: int
     size: int
     hints: tuple[str, ...] = ()
-    _view = "summary"
 
 
 @dataclass(frozen=True)
@@ -123,8 +109,10 @@ class NodeRow:
 
 
 @dataclass(frozen=True, repr=False)
-class GraphView(_Rendered):
+class GraphView(Rendered):
     """The nodes of one IR file, filtered by search text and op type, bounded."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_graph, v.explorer.text_graph))
 
     file: str
     entry: str
@@ -136,7 +124,6 @@ class GraphView(_Rendered):
     search: str = ""
     op: str = ""
     params: tuple[tuple[str, str], ...] = ()
-    _view = "graph"
 
 
 @dataclass(frozen=True)
@@ -160,15 +147,16 @@ class ExecRow:
 
 
 @dataclass(frozen=True, repr=False)
-class ExecOrderView(_Rendered):
+class ExecOrderView(Rendered):
     """A graph's kernels in execution order, each linked to its IR node, source and memory."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_exec_order, v.explorer.text_exec_order))
 
     file: str
     graph_id: int | None
     rows: tuple[ExecRow, ...]
     total: int
     ir_file: str = ""
-    _view = "exec_order"
 
 
 @dataclass(frozen=True)
@@ -182,14 +170,15 @@ class MemoryRow:
 
 
 @dataclass(frozen=True, repr=False)
-class MemoryView(_Rendered):
+class MemoryView(Rendered):
     """Bytes per kernel (inputs, workspaces, outputs), largest first, with totals."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_memory, v.explorer.text_memory))
 
     file: str
     rows: tuple[MemoryRow, ...]
     total: int
     totals: tuple[int, int, int]
-    _view = "memory"
 
 
 @dataclass(frozen=True)
@@ -202,8 +191,10 @@ class DiffRow:
 
 
 @dataclass(frozen=True, repr=False)
-class GraphDiff(_Rendered):
+class GraphDiff(Rendered):
     """Which nodes appeared, vanished or changed between two IR files (two passes)."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_diff, v.explorer.text_diff))
 
     before: str
     after: str
@@ -211,34 +202,37 @@ class GraphDiff(_Rendered):
     rows: tuple[DiffRow, ...]
     nodes: tuple[int, int]
     op_changes: tuple[tuple[str, int, int], ...] = ()
-    _view = "diff"
 
 
 @dataclass(frozen=True, repr=False)
-class PbSummary(_Rendered):
+class PbSummary(Rendered):
     """A ``.pb`` graph (``mindspore.irpb.ModelProto``) read with MindSpore's anf_ir_pb2."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_pb, v.explorer.text_pb))
 
     file: str
     graph: str
     nodes: tuple[tuple[str, str, str], ...]  # name, op_type, full scope name
     op_counts: tuple[tuple[str, int], ...]
     available: bool = True
-    _view = "pb"
 
 
 @dataclass(frozen=True, repr=False)
-class StageNodes(_Rendered):
+class StageNodes(Rendered):
     """How many nodes each front-end pipeline stage has, in pipeline order."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_stage_nodes, v.explorer.text_stage_nodes))
 
     path: str
     stages: tuple[tuple[str, int], ...]  # label, node count
     total: int  # stages in the dump (at most MAX_STAGES are counted)
-    _view = "stage_nodes"
 
 
 @dataclass(frozen=True, repr=False)
-class DotView(_Rendered):
+class DotView(Rendered):
     """A Graphviz ``.dot`` file save_graphs wrote, as msdebug draws it (no Graphviz needed)."""
+
+    _views = rendered_by(lambda v: (v.explorer.html_dot, v.explorer.text_dot))
 
     file: str
     nodes: tuple[tuple[str, tuple[str, ...], str], ...]  # id, text lines, cluster id
@@ -246,7 +240,6 @@ class DotView(_Rendered):
     clusters: tuple[tuple[str, str], ...]  # cluster id, label
     size: int
     truncated: bool = False
-    _view = "dot"
 
 
 # --------------------------------------------------------------------------- explorer
@@ -254,10 +247,8 @@ class DotView(_Rendered):
 MAX_STAGES = 60
 
 
-class Explorer(_Rendered):
+class Explorer:
     """An RDR tree, a save_graphs directory or one ``.ir`` file; ``repr`` shows the summary."""
-
-    _view = "summary"
 
     def __init__(self, path: str | os.PathLike) -> None:
         if not os.fspath(path).strip():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import DumpError, DumpFormatError
@@ -26,6 +26,7 @@ from .datadump import (
     read_data_dump,
     tensor_stats,
 )
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "Culprit",
@@ -95,18 +96,29 @@ class Culprit:
         )
 
     @property
+    def place(self) -> str:
+        """``cell [14], line 3`` or ``file.py:3``; empty when unknown."""
+        return self.cell or self.source
+
+    @property
+    def first_code(self) -> str:
+        """The first line of the code at :attr:`place`, stripped."""
+        return self.code.strip().splitlines()[0] if self.code.strip() else ""
+
+    @property
     def line(self) -> str:
         """``cell [14], line 3: `d = ops.sqrt(h - 1)``` or ``file.py:3: `code```."""
-        code = self.code.strip().splitlines()[0] if self.code.strip() else ""
-        place = self.cell or self.source
+        place, code = self.place, self.first_code
         if not place:
             return ""
         return f"{place}: `{code}`" if code else place
 
 
-@dataclass
-class NanReport:
+@dataclass(repr=False)
+class NanReport(Rendered):
     """What ``%%msnan`` or a dump scan found: the culprit, or that everything is finite."""
+
+    _views = rendered_by(lambda v: (v.nan.html_report, v.nan.text_report))
 
     mode: str
     culprit: Culprit | None
@@ -122,30 +134,20 @@ class NanReport:
     def found(self) -> bool:
         return self.culprit is not None
 
-    def _repr_html_(self) -> str:
-        from ..views.nan import html_report
 
-        return html_report(self)
-
-    def __repr__(self) -> str:
-        from ..views.nan import text_report
-
-        return text_report(self)
-
-
-def _cell_label(path: str, line: int, numbers: Mapping[str, int] | None) -> str:
-    """``cell [14], line 3`` for a line of a notebook cell (``cell, line 3`` when ``numbers``,
-    IPython's file name -> execution count map, does not know it); '' for other files."""
+def _cell_label(path: str, line: int) -> str:
+    """``cell [14], line 3`` for a line of a notebook cell (``cell, line 3`` when :mod:`.cells`
+    does not know which ``In [N]`` it was); '' for other files."""
     if not cells.is_cell(path):
         return ""
-    number = (numbers or {}).get(path)
+    number = cells.cell_number(path)
     return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
 
 
-def source_text(path: str, line: int, code: str, numbers: Mapping[str, int] | None = None) -> tuple[str, str, str]:
+def source_text(path: str, line: int, code: str) -> tuple[str, str, str]:
     """``(source, code, cell)`` for a location: the cell's own code where ``path`` is a
     notebook cell (``cell [14], line 3``), else the file's line and the dumped code."""
-    label = _cell_label(path, line, numbers)
+    label = _cell_label(path, line)
     own = cells.cell_code(path, line)
     if label:
         return f"{path}:{line}", (own if own is not None else code).strip(), label
@@ -195,7 +197,6 @@ def scan_dump(
     *,
     rank: int | None = None,
     progress: ProgressFn | None = None,
-    numbers: Mapping[str, int] | None = None,
 ) -> NanReport:
     """Scan a data dump in execution order and report the first non-finite tensor.
 
@@ -231,7 +232,7 @@ def scan_dump(
     culprit = None
     if found:
         _, iteration, op, tensor = min(found, key=lambda f: (f[1].iteration, f[0]))
-        culprit = _culprit(data, iteration, op, tensor, scanner, numbers)
+        culprit = _culprit(data, iteration, op, tensor, scanner)
         if len(ranks) > 1:
             others = sorted({f[1].rank for f in found} - {iteration.rank})
             if others:
@@ -279,7 +280,6 @@ def _culprit(
     op: DumpOp | None,
     tensor: TensorFile,
     scanner: _Scanner,
-    numbers: Mapping[str, int] | None,
 ) -> Culprit:
     stats = scanner.stats(tensor)
     where = f"rank {iteration.rank}, net {iteration.net}, graph {iteration.graph_id}, iteration {iteration.iteration}"
@@ -311,7 +311,7 @@ def _culprit(
             node = None
         location = node.source if node is not None else None
         if location is not None:
-            source, code, cell = source_text(location.path, location.line, location.code, numbers)
+            source, code, cell = source_text(location.path, location.line, location.code)
         if not made_here and node is not None:
             position = tensor.slot
             refs = node.inputs

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import datadump as _switch
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import DumpConfigError, DumpTooLateError, did_you_mean
 from ..files import open_regular, read_regular
 from ..schema import Field, validate
@@ -332,9 +333,11 @@ def first_cell(config_file: str | os.PathLike) -> str:
 # --------------------------------------------------------------------------- state
 
 
-@dataclass
-class DumpStatus:
+@dataclass(repr=False)
+class DumpStatus(Rendered):
     """What is configured, what MindSpore has taken, and what it has written."""
+
+    _views = rendered_by(lambda v: (v.datadump.html_dump_status, v.datadump.text_dump_status))
 
     config_file: str | None
     config: dict | None
@@ -358,16 +361,6 @@ class DumpStatus:
         if self.compiled:
             return "configured too late: MindSpore read no dump config at its first graph compile"
         return "configured: MindSpore reads it at the first graph compile"
-
-    def _repr_html_(self) -> str:
-        from ..views.datadump import html_dump_status
-
-        return html_dump_status(self)
-
-    def __repr__(self) -> str:
-        from ..views.datadump import text_dump_status
-
-        return text_dump_status(self)
 
 
 def dump_status(notes: tuple[str, ...] = ()) -> DumpStatus:

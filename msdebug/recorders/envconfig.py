@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import backend as _backend
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import InvalidValueError, MsDebugError, echo
 from ..files import MiB, read_regular, refuse_special
 from ..keys import did_you_mean, load_json, version_tuple
@@ -384,8 +385,10 @@ class Effective:
 
 
 @dataclass(frozen=True, repr=False)
-class RdrStatus:
+class RdrStatus(Rendered):
     """What RDR will do in this process, and what it has exported so far."""
+
+    _views = rendered_by(lambda v: (v.rdr.html_rdr_status, v.rdr.text_rdr_status))
 
     version: str | None
     supported: bool
@@ -401,16 +404,6 @@ class RdrStatus:
             if setting.key == key:
                 return setting.value
         raise KeyError(key)
-
-    def __repr__(self) -> str:
-        from ..views.rdr import text_rdr_status
-
-        return text_rdr_status(self)
-
-    def _repr_html_(self) -> str:
-        from ..views.rdr import html_rdr_status
-
-        return html_rdr_status(self)
 
 
 def rdr_status(notes: tuple[str, ...] = (), environ: dict[str, str] | None = None) -> RdrStatus:

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from .. import backend as _backend
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import MsDebugError
 from ..files import ascii_number
 
@@ -22,7 +23,9 @@ LEVELS = {0: "off", 1: "compile stages", 2: "stages and backend passes", 3: "sta
 
 
 @dataclass(frozen=True, repr=False)
-class SaveGraphsStatus:
+class SaveGraphsStatus(Rendered):
+    _views = rendered_by(lambda v: (v.graphs.html_save_graphs, v.graphs.text_save_graphs))
+
     level: int
     path: str
     via: str  # "context" or "env"
@@ -34,16 +37,6 @@ class SaveGraphsStatus:
     def level_name(self) -> str:
         """What the level dumps: ``"compile stages"`` ... (``"off"`` for 0)."""
         return LEVELS.get(self.level, "?")
-
-    def __repr__(self) -> str:
-        from ..views.graphs import text_save_graphs
-
-        return text_save_graphs(self)
-
-    def _repr_html_(self) -> str:
-        from ..views.graphs import html_save_graphs
-
-        return html_save_graphs(self)
 
 
 def _context_keys() -> bool:

@@ -16,7 +16,7 @@ import linecache
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,8 +42,7 @@ def _tensors(value: Any, found: list, depth: int = 0) -> list:
 class NanWatch:
     """Observer of :class:`OpHooks`: keeps the first non-finite value and what it reached."""
 
-    def __init__(self, numbers: Mapping[str, int] | None = None) -> None:
-        self.numbers = numbers
+    def __init__(self) -> None:
         self.started = time.perf_counter()
         self.scope: list[tuple[Any, str]] = []
         self.counts: Counter = Counter()
@@ -163,7 +162,7 @@ class NanWatch:
         source = code = cell = ""
         if frame is not None:
             path, line = frame.f_code.co_filename, frame.f_lineno
-            source, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
+            source, code, cell = source_text(path, line, linecache.getline(path, line))
         scope = "/".join(label for _, label in self.scope) or "Default"
         name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
         note = ""
@@ -205,7 +204,7 @@ class NanWatch:
         frame = user_frame() if source else None
         if frame is not None:
             path, line = frame.f_code.co_filename, frame.f_lineno
-            where, code, cell = source_text(path, line, linecache.getline(path, line), self.numbers)
+            where, code, cell = source_text(path, line, linecache.getline(path, line))
         self.culprit = Culprit(
             name, op_type, slot, value.stats, False, (value,), (), where, code, cell, note=note, when_us=self.when_us
         )
@@ -268,12 +267,12 @@ def to_numpy_quiet(tensor: Any):
 
 
 @contextmanager
-def watch_pynative(numbers: Mapping[str, int] | None = None) -> Iterator[NanWatch]:
+def watch_pynative() -> Iterator[NanWatch]:
     """``with watch_pynative() as watch:`` the block runs with the hooks; ``watch.report()``
     afterwards. The hooks are removed when the block ends, however it ends."""
     from ..backend.hooks import OpHooks
 
-    watch = NanWatch(numbers)
+    watch = NanWatch()
     hooks = OpHooks(watch)
     try:
         hooks.install()
@@ -287,10 +286,10 @@ def iteration_dirs(root: str) -> set[str]:
     return iteration_paths(root)
 
 
-def scan_new_iterations(root: str, before: set[str], progress=None, numbers=None) -> NanReport:
+def scan_new_iterations(root: str, before: set[str], progress=None) -> NanReport:
     """Scan the iterations of the dump at ``root`` that are not in ``before``."""
     dump = read_data_dump(root, skip=before)
-    report = scan_dump(dump, progress=progress, numbers=numbers)
+    report = scan_dump(dump, progress=progress)
     if not any(where.iterations for where in dump.ranks):
         report.notes.append(
             "the dump has no new iteration: the cell ran no graph, or the dump's iteration setting skipped its steps"
@@ -320,12 +319,10 @@ class NanSession:
         code: str = "",
         *,
         pynative: bool = False,
-        numbers: Mapping[str, int] | None = None,
         progress=None,
     ) -> None:
         self.code = code
         self.pynative = pynative
-        self.numbers = numbers
         self.progress = progress
         self.report: NanReport | None = None
         self.dump_path = ""
@@ -368,7 +365,7 @@ class NanSession:
                 self._scope = settings.context(mode="pynative")
                 self._scope.__enter__()
             if not graph:
-                self._watch = NanWatch(self.numbers)
+                self._watch = NanWatch()
                 self._hooks = OpHooks(self._watch)
                 self._hooks.install()
         except BaseException:
@@ -421,7 +418,7 @@ class NanSession:
             )
         dumped = None
         if self.dump_path and (self._watch is None or iteration_dirs(self.dump_path) - self._before):
-            dumped = scan_new_iterations(self.dump_path, self._before, self.progress, self.numbers)
+            dumped = scan_new_iterations(self.dump_path, self._before, self.progress)
         if hooked is not None and dumped is not None:
             # The earlier finding is the report; the other says what it found, a value or none.
             if dumped.culprit is not None and (hooked.culprit is None or _first_us(dumped) < self._watch.when_us):

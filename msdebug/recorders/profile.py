@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import interrupts
 from ..dumps.profile import STEPS_FILE, Comparison, ProfileData, RankMark, compare, find_runs, rank_marks, read_profile
+from ..dumps.rendered import Rendered, rendered_by
 from ..errors import InvalidValueError, ProfilerError, ProfilerOptionsError
 from ..files import read_regular, refuse_special
 from ..schema import Field, validate
@@ -56,8 +57,10 @@ _TOP = 15
 # --------------------------------------------------------------------------- reports
 
 
-class ProfileReport:
+class ProfileReport(Rendered):
     """The inline report of a profile: op types, top ops, per-step times, ranks, notes."""
+
+    _views = rendered_by(lambda v: (v.profile.html_profile, v.profile.text_profile))
 
     def __init__(
         self,
@@ -125,16 +128,6 @@ class ProfileReport:
         if rank is None:
             return self.data.runs[0]
         return next((run for run in self.data.runs if run.rank == rank), None)
-
-    def __repr__(self) -> str:
-        from ..views.profile import text_profile
-
-        return text_profile(self)
-
-    def _repr_html_(self) -> str:
-        from ..views.profile import html_profile
-
-        return html_profile(self)
 
 
 class ComparisonReport:
@@ -331,12 +324,7 @@ class Profile:
     def __enter__(self) -> Profile:
         # Ctrl-C keeps the kernel: while msdebug holds SIGINT, MindSpore's graph runs cannot
         # install their handler, which ends the process (see msdebug.backend.process).
-        interrupts.hold()
-        try:
-            return self._enter()
-        except BaseException:
-            self._abandon()
-            raise
+        return interrupts.enter_held(self._enter, self._abandon)
 
     @interrupts.protected  # the profiler starts whole, with fds 1 and 2 switched around it
     def _enter(self) -> Profile:
@@ -494,7 +482,10 @@ class _RangeCallback:
 
     unit = "step"
 
-    def _setup(self, start: int, stop: int, output, timeline: bool, top: int, verbose: bool) -> None:
+    def __init__(
+        self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
+    ) -> None:
+        super().__init__()  # MindSpore's Callback, the base the class is built on
         # 1-based and inclusive, like Model.train's cur_step_num and the guide's StopAtStep.
         for name, value in (("start", start), ("stop", stop)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -547,12 +538,6 @@ def _build(kind: str):
 
         unit = "step"
 
-        def __init__(
-            self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
-        ) -> None:
-            base.__init__(self)
-            self._setup(start, stop, output, timeline, top, verbose)
-
         def on_train_step_begin(self, run_context) -> None:  # noqa: D102
             self._begin(run_context.original_args().cur_step_num)
 
@@ -564,12 +549,6 @@ def _build(kind: str):
         mode offers. ``cb.report`` afterwards."""
 
         unit = "epoch"
-
-        def __init__(
-            self, start: int, stop: int, output=None, timeline: bool = False, top: int = _TOP, verbose: bool = False
-        ) -> None:
-            base.__init__(self)
-            self._setup(start, stop, output, timeline, top, verbose)
 
         def on_train_epoch_begin(self, run_context) -> None:  # noqa: D102
             self._begin(run_context.original_args().cur_epoch_num)
@@ -729,9 +708,11 @@ def _check_fields(where: str, values: Any, table: Mapping[str, Field]) -> list[s
 # --------------------------------------------------------------------------- MS_PROFILER_OPTIONS
 
 
-@dataclass
-class ProfilerOptions:
+@dataclass(repr=False)
+class ProfilerOptions(Rendered):
     """A validated ``MS_PROFILER_OPTIONS`` and what it does in this process."""
+
+    _views = rendered_by(lambda v: (v.profile.html_options, v.profile.text_options))
 
     values: dict
     applied: bool
@@ -745,16 +726,6 @@ class ProfilerOptions:
     def first_cell(self) -> str:
         """The first cell of a fresh kernel that profiles it from the start."""
         return f"%env MS_PROFILER_OPTIONS={self.json}\nimport mindspore"
-
-    def __repr__(self) -> str:
-        from ..views.profile import text_options
-
-        return text_options(self)
-
-    def _repr_html_(self) -> str:
-        from ..views.profile import html_options
-
-        return html_options(self)
 
 
 def profiler_options(apply: bool = True, **values: Any) -> ProfilerOptions:

@@ -2,19 +2,15 @@
 
 The context table's renderers (``views.context``) are imported on first use: importing one
 view module (the status bar's ``views.status`` when msdebug loads in a kernel) must not
-import the key catalog behind them.
+import the key catalog behind them. So is a view module named as an attribute of this package
+(``views.explorer.html_graph``): models pick their renderers that way (:mod:`msdebug.dumps.rendered`).
 """
 
+import importlib
 from typing import Any
 
-__all__ = [
-    "html_change_report",
-    "html_key_info",
-    "html_state",
-    "text_change_report",
-    "text_key_info",
-    "text_state",
-]
+# views.context's renderers: an HTML and a text one for each of its models.
+__all__ = [f"{form}_{model}" for model in ("change_report", "key_info", "state") for form in ("html", "text")]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,4 +18,10 @@ def __getattr__(name: str) -> Any:
         from . import context
 
         return getattr(context, name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module 'msdebug.views' has no attribute {name!r}")

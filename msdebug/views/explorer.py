@@ -176,16 +176,18 @@ def _summary_lines(summary) -> list[str]:
     return [first]
 
 
+def _recorded(rank, separator: str) -> str:
+    """``<separator>recorded <first>[ to <last>]`` for a rank with recording times, else ''."""
+    if not rank.first:
+        return ""
+    return f"{separator}recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
+
+
 def text_summary(summary) -> str:
     lines = _summary_lines(summary)
     for rank in summary.ranks:
         if rank.rank is not None:
-            when = (
-                f", recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
-                if rank.first
-                else ""
-            )
-            lines += ["", f"rank {rank.rank} ({rank.path}){when}"]
+            lines += ["", f"rank {rank.rank} ({rank.path}){_recorded(rank, ', ')}"]
         for group in rank.groups:
             lines.append(f"  {group.count:>5}  {size_text(group.size):>9}  {group.title}")
         if rank.graph_ids:
@@ -215,11 +217,7 @@ def html_summary(summary) -> str:
         parts.append(_note(hint))
     for rank in summary.ranks:
         if rank.rank is not None:
-            when = (
-                f" · recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
-                if rank.first
-                else ""
-            )
+            when = _recorded(rank, " · ")
             parts.append(
                 tag("div", esc(f"rank {rank.rank} ") + tag("span", middle(rank.path, 60) + esc(when), style=NOTE))
             )

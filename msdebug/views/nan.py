@@ -15,13 +15,18 @@ __all__ = ["html_report", "text_report"]
 # --------------------------------------------------------------------------- the report
 
 
-def html_report(report) -> str:
-    parts = []
-    checked = (
+def _checked(report) -> str:
+    """``checked N ops and M tensors (size) in S s (mode)``: the line both renderers end with."""
+    return (
         f"checked {report.checked_ops} ops and {report.checked_tensors} tensors"
         + (f" ({_size(report.checked_bytes)})" if report.checked_bytes else "")
         + f" in {report.seconds:.2f} s ({report.mode})"
     )
+
+
+def html_report(report) -> str:
+    parts = []
+    checked = _checked(report)
     culprit = report.culprit
     if culprit is None:
         parts.append(tag("div", tag("span", "All finite", style=GOOD + ";" + STRONG) + esc(f": {checked}.")))
@@ -38,8 +43,7 @@ def html_report(report) -> str:
         if culprit.note:
             parts.append(tag("div", esc(culprit.note), style=NOTE))
         if culprit.line:
-            place = culprit.cell or culprit.source
-            code = culprit.code.strip().splitlines()[0] if culprit.code.strip() else ""
+            place, code = culprit.place, culprit.first_code
             line = tag("span", esc(place), style=STRONG) + (esc(": ") + tag("code", esc(code)) if code else "")
             title = esc(culprit.source)
             parts.append(f'<div title="{title}">{line}</div>')
@@ -63,11 +67,7 @@ def html_report(report) -> str:
 
 def text_report(report) -> str:
     lines = []
-    checked = (
-        f"checked {report.checked_ops} ops and {report.checked_tensors} tensors"
-        + (f" ({_size(report.checked_bytes)})" if report.checked_bytes else "")
-        + f" in {report.seconds:.2f} s ({report.mode})"
-    )
+    checked = _checked(report)
     culprit = report.culprit
     if culprit is None:
         lines.append(f"All finite: {checked}.")

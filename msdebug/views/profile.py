@@ -154,9 +154,8 @@ def _mark_line(mark: Any) -> str:
     return f"{mark.op_type}: slowest rank {rank} ({_ms(mark.per_rank[rank])})"
 
 
-def html_profile(report: Any) -> str:
-    """The whole report as one escaped HTML fragment."""
-    parts = [tag("div", esc(f"Profile {report.path}"), style=f"{STRONG};{_PATH}")]
+def _summary(report: Any) -> list[str]:
+    """The report's one-line summary, in parts: op time, steps recorded, mode, ranks."""
     steps = report.steps
     summary = [f"{_ms(report.total_ms)} op time"]
     if steps is not None:
@@ -165,7 +164,14 @@ def html_profile(report: Any) -> str:
             summary.append(steps.mode)
     if len(report.runs) > 1:
         summary.append(f"{len(report.runs)} ranks")
-    parts.append(tag("div", esc(" · ".join(summary))))
+    return summary
+
+
+def html_profile(report: Any) -> str:
+    """The whole report as one escaped HTML fragment."""
+    parts = [tag("div", esc(f"Profile {report.path}"), style=f"{STRONG};{_PATH}")]
+    steps = report.steps
+    parts.append(tag("div", esc(" · ".join(_summary(report)))))
     if report.partial:
         parts.append(tag("div", esc(f"partial profile: {steps.error or 'stopped early'}"), style=_PARTIAL))
     notes = list(report.notes)
@@ -261,14 +267,7 @@ def text_profile(report: Any) -> str:
     """The report as plain text (the same tables, for a terminal)."""
     lines = [f"Profile {report.path}"]
     steps = report.steps
-    summary = [f"{_ms(report.total_ms)} op time"]
-    if steps is not None:
-        summary.append(f"{len(steps.numbers)} step(s) recorded")
-        if steps.mode:
-            summary.append(steps.mode)
-    if len(report.runs) > 1:
-        summary.append(f"{len(report.runs)} ranks")
-    lines.append(", ".join(summary))
+    lines.append(", ".join(_summary(report)))
     if report.partial:
         lines.append(f"PARTIAL: {steps.error or 'stopped early'}")
     lines.extend(f"note: {note}" for note in list(report.notes)[:_MAX_NOTES])

@@ -88,9 +88,8 @@ class NanMagics(Magics):
 
         from ...recorders.nan import NanSession
 
-        numbers = getattr(self.shell.compile, "_filename_map", None)
-        progress = WidgetProgress()
-        session = NanSession(args.cell, pynative=bool(args.get("--pynative")), numbers=numbers, progress=progress)
+        progress = WidgetProgress()  # the cell's In [N] comes from dumps.cells, named at %load_ext
+        session = NanSession(args.cell, pynative=bool(args.get("--pynative")), progress=progress)
 
         def after(entered) -> str:
             return "%%msnan: the report above covers the ops that ran before the error"
