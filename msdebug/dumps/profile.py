@@ -603,17 +603,8 @@ def _parse_triples(text: bytes):
     decimal = decimal and (chars[floaty] == 46).all()  # no '-' either: numpy would read it as a float
     parsed = _decimal_triples(text, commas[1::2] - floaty - 1) if decimal else None
     if parsed is None:
-        try:
-            table = np.loadtxt(
-                io.BytesIO(text.replace(b" ", b"\n")),
-                dtype=[("start", np.uint64), ("ms", np.float64)],
-                usecols=(0, 1),
-                delimiter=",",
-                comments=None,
-                quotechar=None,
-                ndmin=1,
-            )
-        except ValueError:
+        table = _records(text.replace(b" ", b"\n"), [("start", np.uint64), ("ms", np.float64)])
+        if table is None:
             return None
         parsed = table["start"], table["ms"]
     start, duration = parsed
@@ -625,6 +616,25 @@ def _parse_triples(text: bytes):
     return start.astype(np.int64), duration
 
 
+def _records(lines: bytes, fields: list[tuple[str, object]]):
+    """Comma-separated records, one per line, as a numpy structured array of ``fields`` (the
+    first columns of each line); None when numpy refuses one."""
+    import numpy as np
+
+    try:
+        return np.loadtxt(
+            io.BytesIO(lines),
+            dtype=fields,
+            usecols=tuple(range(len(fields))),
+            delimiter=",",
+            comments=None,
+            quotechar=None,
+            ndmin=1,
+        )
+    except ValueError:
+        return None
+
+
 def _decimal_triples(text: bytes, decimals):
     """:func:`_parse_triples` for durations that are digits, '.', digits (``decimals`` after the
     '.'): numpy reads the whole and the fractional digits as integers, and each duration is their
@@ -634,17 +644,10 @@ def _decimal_triples(text: bytes, decimals):
 
     if decimals.max() > 15:
         return None
-    try:
-        table = np.loadtxt(
-            io.BytesIO(text.replace(b" ", b"\n").replace(b".", b",")),
-            dtype=[("start", np.uint64), ("whole", np.uint64), ("part", np.uint64)],
-            usecols=(0, 1, 2),
-            delimiter=",",
-            comments=None,
-            quotechar=None,
-            ndmin=1,
-        )
-    except ValueError:
+    table = _records(
+        text.replace(b" ", b"\n").replace(b".", b","), [("start", np.uint64), ("whole", np.uint64), ("part", np.uint64)]
+    )
+    if table is None:
         return None
     if len(table) != len(decimals):
         return None
