@@ -383,8 +383,8 @@ class Mute(AssertionError):
 def _run_or_mute(k: Kernel, code: str, timeout: float) -> tuple[str, list[dict]]:
     try:
         return k.run(code, timeout=timeout)
-    except queue.Empty:
-        raise Mute(f"no answer in {timeout} s to {code!r}") from None
+    except (queue.Empty, AssertionError) as why:  # Kernel.run says why it got no answer
+        raise Mute(f"no answer in {timeout} s to {code!r}: {str(why)[:300]}") from None
 
 
 def double_interrupt_round(k: Kernel, number: int, rng: random.Random, timeout: float = 120) -> tuple[bool, int]:
@@ -691,6 +691,39 @@ def test_a_ctrl_c_inside_is_alive_does_not_make_ipykernel_think_its_iopub_thread
         alive = k.evaluate(setup + "interrupted(sys.stdout.flush)", "t.is_alive()")
         assert alive == "True"
         status, outputs = k.run("print('after')")
+        assert status == "ok" and text_of(outputs) == "after\n", outputs
+    finally:
+        k.close()
+
+
+def test_a_ctrl_c_during_ipykernels_flush_waits_for_its_end():
+    # ipykernel's flush() waits for its IOPub thread on a threading.Event; a Ctrl-C inside that
+    # wait, between the acquire of the event's lock and the block it guards, left the lock held:
+    # the IOPub thread blocked in Event.set() and the kernel showed nothing again. With msdebug
+    # the interrupt is raised when the flush has returned.
+    k = Kernel()
+    try:
+        k.run("%load_ext msdebug")
+        code = """
+import os, signal, sys, threading, traceback
+def _kill_in_wait(frame, event, arg):
+    if event == "call" and frame.f_code is threading.Event.wait.__code__:
+        sys.settrace(None)
+        os.kill(os.getpid(), signal.SIGINT)
+    return None
+print('before')
+sys.settrace(_kill_in_wait)
+try:
+    sys.stdout.flush()
+    where = "not interrupted"
+except KeyboardInterrupt as error:
+    where = traceback.extract_tb(error.__traceback__)[-1].filename
+finally:
+    sys.settrace(None)
+"""
+        where = k.evaluate(code, "where")
+        assert "threading.py" not in where and "interrupts.py" in where, where
+        status, outputs = k.run("print('after')", timeout=60)
         assert status == "ok" and text_of(outputs) == "after\n", outputs
     finally:
         k.close()

@@ -278,6 +278,23 @@ def guard_shell(shell) -> None:
         whole._msdebug_original = send
         session.send = whole
     _keep_iopub_alive(kernel)
+    for stream in _kernel_streams():
+        if "flush" not in vars(stream):
+            flush = interrupts.protected(stream.flush)
+            flush._msdebug_original = True
+            stream.flush = flush
+
+
+def _kernel_streams() -> list:
+    """ipykernel's ``sys.stdout`` and ``sys.stderr`` (OutStream: they publish through the IOPub thread).
+
+    Their ``flush()`` waits for the IOPub thread with a ``threading.Event``. A Ctrl-C that lands
+    between the acquire of that event's lock and the ``with`` block it guards (inside
+    ``Condition.__enter__``) leaves the lock held for good: the IOPub thread then blocks in
+    ``Event.set()`` and the kernel shows nothing again. The flush is made protected: an
+    interrupt during it is raised when it has returned.
+    """
+    return [s for s in (sys.stdout, sys.stderr) if hasattr(s, "pub_thread")]
 
 
 def _keep_iopub_alive(kernel) -> None:
@@ -320,6 +337,9 @@ def unguard_shell(shell) -> None:
     thread = getattr(getattr(kernel, "iopub_thread", None), "thread", None)
     if thread is not None and "is_alive" in vars(thread):
         del thread.is_alive
+    for stream in _kernel_streams():
+        if getattr(vars(stream).get("flush"), "_msdebug_original", False):
+            del stream.flush
 
 
 def _is_coroutine_function(function) -> bool:
