@@ -160,6 +160,33 @@ def open_notebook(page, lab: Lab, name: str, cells: int):
     return locator
 
 
+# JupyterLab's modal dialogs a test may meet on a slow machine, and the button that keeps the
+# test's state: the notebook open here is the one to keep ("File Changed" after an autosave
+# races the server), and the kernel it asked for is the one to start.
+_DIALOG_ANSWERS = {"File Changed": ".jp-mod-accept", "Select Kernel": ".jp-mod-accept"}
+
+
+def answer_dialogs(page) -> list[str]:
+    """Answer JupyterLab's modal dialogs (they take every click meant for the notebook); returns
+    their texts. A dialog not in ``_DIALOG_ANSWERS`` is dismissed, and its text printed so that
+    the test's output says what it was."""
+    texts = []
+    dialogs = page.locator(".jp-Dialog:visible")
+    for _ in range(5):
+        if dialogs.count() == 0:
+            break
+        dialog = dialogs.first
+        text = " ".join(dialog.inner_text().split())
+        texts.append(text)
+        button = next((b for title, b in _DIALOG_ANSWERS.items() if title in text), None)
+        if button is None:
+            print(f"lab.py: dismissed a JupyterLab dialog: {text[:500]}", file=sys.stderr)
+            button = ".jp-mod-reject"
+        dialog.locator(f".jp-Dialog-button{button}").first.click()
+        dialog.wait_for(state="detached", timeout=30_000)
+    return texts
+
+
 def run_cell(page, cells, index: int):
     """Run cell ``index`` as a person does (Shift+Enter in its editor); returns its output area."""
     cell = cells.nth(index)
@@ -180,6 +207,7 @@ def press_shift_enter(cell) -> None:
     prompt = cell.locator(".jp-InputPrompt")
     editor = cell.locator(".jp-InputArea-editor")
     for attempt in range(3):
+        answer_dialogs(cell.page)
         editor.click()
         expect(editor.locator(".cm-content")).to_be_focused()
         cell.page.keyboard.press("Shift+Enter")

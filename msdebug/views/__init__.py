@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 # views.context's renderers: an HTML and a text one for each of its models.
-__all__ = [f"{form}_{model}" for model in ("change_report", "key_info", "state") for form in ("html", "text")]
+__all__ = [f"{form}_{model}" for form in ("html", "text") for model in ("change_report", "key_info", "state")]
 
 
 def __getattr__(name: str) -> Any:
