@@ -112,25 +112,28 @@ def _bounded(call: Callable[[], object], fifo: Path | None) -> BaseException | N
     return outcome[0]
 
 
+def _hostile(case: str, target: Path, outside: Path, content: bytes) -> tuple[Path, Path | None]:
+    """Make ``target`` the hostile file of ``case`` (a link outside points at ``outside``, which
+    holds ``content``); returns the path to read and the FIFO to unblock, if any."""
+    target.parent.mkdir(exist_ok=True)
+    if case == "FIFO":
+        os.mkfifo(target)
+        return target, target
+    if case == "/dev/zero":
+        return Path("/dev/zero"), None
+    if case == "link to /dev/zero":
+        target.symlink_to("/dev/zero")
+    else:
+        outside.parent.mkdir(exist_ok=True)
+        outside.write_bytes(content)
+        target.symlink_to(outside)
+    return target, None
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("reader", READERS, ids=lambda reader: reader.name)
 def test_every_reader_refuses_fifos_devices_and_links_in_one_line(reader, case, tmp_path):
-    target = tmp_path / "in" / "hostile-file"
-    target.parent.mkdir()
-    fifo = None
-    if case == "FIFO":
-        os.mkfifo(target)
-        fifo = target
-    elif case == "/dev/zero":
-        target = Path("/dev/zero")
-    elif case == "link to /dev/zero":
-        target.symlink_to("/dev/zero")
-    else:
-        outside = tmp_path / "outside" / "file"
-        outside.parent.mkdir()
-        outside.write_bytes(reader.good)
-        target.symlink_to(outside)
-
+    target, fifo = _hostile(case, tmp_path / "in" / "hostile-file", tmp_path / "outside" / "file", reader.good)
     error = _bounded(lambda: reader.read(target), fifo)
 
     if case == "link outside" and reader.follows:
@@ -154,17 +157,7 @@ def test_every_reader_refuses_fifos_devices_and_links_in_one_line(reader, case, 
 @pytest.mark.parametrize("case", [case for case in CASES if case != "/dev/zero"])  # /dev/zero is no cell path
 def test_a_cell_source_that_is_no_regular_file_is_not_shown(case, tmp_path):
     """``cell_code`` shows a cell's lines when it can and nothing otherwise: never a hang."""
-    target = tmp_path / "ipykernel_4242" / "123456.py"
-    target.parent.mkdir()
-    fifo = None
-    if case == "FIFO":
-        os.mkfifo(target)
-        fifo = target
-    elif case == "link to /dev/zero":
-        target.symlink_to("/dev/zero")
-    else:
-        (tmp_path / "outside.py").write_text("secret = 1\n")
-        target.symlink_to(tmp_path / "outside.py")
+    target, fifo = _hostile(case, tmp_path / "ipykernel_4242" / "123456.py", tmp_path / "outside.py", b"secret = 1\n")
     shown: list[object] = []
     assert _bounded(lambda: shown.append(cells.cell_code(str(target), 1)), fifo) is None
     assert shown == [None]
