@@ -22,9 +22,7 @@ import argparse
 import json
 import os
 import random
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -54,13 +52,9 @@ def _naming_the_frames(deserialize):
     return named
 
 
-def start(faults: str) -> Kernel:
+def start() -> Kernel:
     k = Kernel()
     k.client.session.deserialize = _naming_the_frames(k.client.session.deserialize)
-    # The kernel's threads' stacks go to `faults` on SIGUSR1: what a mute kernel was doing.
-    k.run(
-        f"import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, open({faults!r}, 'w'), all_threads=True)"
-    )
     k.run("%load_ext msdebug\nimport mindspore as ms\nms.set_context(mode=ms.PYNATIVE_MODE)\n%msprint on")
     k.run(GATE)
     return k
@@ -75,12 +69,11 @@ def main() -> int:
 
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
     rng = random.Random(args.seed)
-    faults = tempfile.mktemp(prefix="msdebug-soak-faults-")
     began = time.monotonic()
     end = began + args.minutes * 60
     rounds = mutes = landed = deferred_rounds = 0
     deferred = 0
-    k = start(faults)
+    k = start()
     try:
         while time.monotonic() < end:
             rounds += 1
@@ -91,11 +84,9 @@ def main() -> int:
                 alive = k.manager.is_alive()
                 print(f"round {rounds}: the kernel is mute ({why}); alive: {alive}; its stacks:", file=sys.stderr)
                 if alive:
-                    os.kill(k.manager.provisioner.process.pid, signal.SIGUSR1)
-                    time.sleep(2)  # faulthandler writes from the signal handler; give it the moment it needs
-                    print(Path(faults).read_text(errors="replace")[-6000:], file=sys.stderr)
+                    print(k.python_stacks()[-6000:], file=sys.stderr)
                 k.close()
-                k = start(faults)
+                k = start()
                 deferred = 0
                 continue
             landed += stopped
@@ -103,7 +94,6 @@ def main() -> int:
             deferred = now
     finally:
         k.close()
-        Path(faults).unlink(missing_ok=True)
     result = {
         "rounds": rounds,
         "mutes": mutes,

@@ -141,11 +141,7 @@ class Kernel:
         except queue.Empty:
             lines.append("the kernel sent no reply either: it is stuck inside the request")
         pid = self.manager.provisioner.process.pid
-        os.kill(pid, signal.SIGUSR2)
-        deadline = time.monotonic() + 30
-        while not _text(self.stacks) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        lines.append(f"its Python threads:\n{_text(self.stacks)[-8000:]}")
+        lines.append(f"its Python threads:\n{self.python_stacks()[-8000:]}")
         if shutil.which("gdb"):
             native = subprocess.run(
                 ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 8"],
@@ -156,6 +152,16 @@ class Kernel:
             )
             lines.append(f"its native threads (gdb):\n{native.stdout[:12000]}")
         return "\n".join(lines)
+
+    def python_stacks(self, timeout: float = 30) -> str:
+        """The Python stacks of every thread of the kernel, as faulthandler writes them (SIGUSR2):
+        what a kernel that does not answer is doing."""
+        written = len(_text(self.stacks))
+        os.kill(self.manager.provisioner.process.pid, signal.SIGUSR2)
+        deadline = time.monotonic() + timeout
+        while len(_text(self.stacks)) == written and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return _text(self.stacks)[written:]
 
     def _reply(self, msg_id: str, timeout: float) -> dict:
         """The content of the shell reply to ``msg_id`` (replies to earlier requests are skipped)."""
