@@ -65,8 +65,16 @@ def _fifo_with_writer(path: Path, data: bytes):
         # MindSpore leaves it) the signal would end the whole test process instead.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
         while not stop.is_set():
-            with contextlib.suppress(OSError), open(path, "wb") as handle:
-                handle.write(data)
+            with contextlib.suppress(OSError):
+                handle = os.open(path, os.O_WRONLY)  # blocks until a reader opens
+                try:
+                    # Never blocks: while one reader holds the FIFO open without reading, this loop
+                    # fills its buffer, and a blocking write would then wait for good on the
+                    # release end below, which reads nothing.
+                    os.set_blocking(handle, False)
+                    os.write(handle, data)
+                finally:
+                    os.close(handle)
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
