@@ -20,6 +20,7 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 from helpers import Kernel
+from lab import lab, shared_lab  # noqa: F401  (JupyterLab for the browser tests)
 
 
 def pytest_configure(config):

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,14 +69,46 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
 
 @dataclass
 class Lab:
-    """A running JupyterLab: its address, token, and the directory it serves."""
+    """A running JupyterLab: its address, token, and a directory it serves (``root``, where a
+    test writes its notebooks; ``served``, the server's root, where that is above it)."""
 
     url: str
     token: str
     root: Path
+    served: Path | None = None
 
     def notebook_url(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+        """The address that opens ``root/name`` alone: ``reset`` starts from an empty workspace, so
+        JupyterLab does not reopen the notebooks of earlier tests (nor reconnect to their kernels)."""
+        path = (self.root / name).relative_to(self.served or self.root).as_posix()
+        return f"{self.url}/lab/tree/{path}?reset&token={self.token}"
+
+    def shut_down_kernels(self) -> None:
+        """Shut down every kernel of this server, and wait until each is gone.
+
+        A kernel still restarting is asked again until it goes: jupyter_client answers a shutdown
+        in the middle of a restart with an InvalidStateError (its ``ready`` future is not done),
+        and the server's own shutdown then fails the same way and never exits.
+        """
+        import json
+
+        def get(path: str):
+            return json.loads(urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=30).read())
+
+        for kernel in get("/api/kernels"):
+            path = f"/api/kernels/{kernel['id']}"
+            request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method="DELETE")
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:
+                try:
+                    urllib.request.urlopen(request, timeout=60).read()
+                    break
+                except urllib.error.HTTPError as error:  # 500: the restart has not finished
+                    if error.code == 404:  # gone meanwhile
+                        break
+                    if time.monotonic() > deadline:
+                        raise
+                time.sleep(0.2)
 
 
 @contextlib.contextmanager
@@ -119,7 +153,10 @@ def jupyterlab(scratch: Path, python: str = sys.executable, env: dict[str, str] 
                     if server.poll() is not None or time.monotonic() > deadline:
                         pytest.fail("JupyterLab did not start:\n" + log_path.read_text()[-3000:])
                     time.sleep(0.5)
-            yield Lab(url, token, root)
+            lab = Lab(url, token, root)
+            yield lab
+            # A server asked to stop with kernels running waits for them to stop before it exits.
+            lab.shut_down_kernels()
         finally:
             server.terminate()
             try:
@@ -127,6 +164,40 @@ def jupyterlab(scratch: Path, python: str = sys.executable, env: dict[str, str] 
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+def labextension_env(scratch: Path) -> dict[str, str]:
+    """The environment that makes JupyterLab load the labextension of the msdebug under test: the
+    one built into the source tree (``pip install -e .`` builds it there), else the installed
+    one (a wheel's). Where neither was built (no Node at install), JupyterLab runs without it."""
+    import msdebug
+
+    built = Path(msdebug.__file__).resolve().parent / "labextension"
+    if not (built / "package.json").is_file():
+        return {}
+    share = scratch / "share" / "jupyter"
+    (share / "labextensions").mkdir(parents=True, exist_ok=True)
+    (share / "labextensions" / "msdebug").symlink_to(built, target_is_directory=True)
+    return {"JUPYTER_PATH": str(share)}
+
+
+@pytest.fixture(scope="session")
+def shared_lab(tmp_path_factory) -> Iterator[Lab]:
+    """One JupyterLab per test process (each xdist worker), with the labextension under test, as
+    a user's JupyterLab has it: starting one takes seconds of a 2-core machine's time."""
+    scratch = tmp_path_factory.mktemp("shared-lab")
+    with jupyterlab(scratch, env=labextension_env(scratch)) as lab:
+        yield lab
+
+
+@pytest.fixture
+def lab(shared_lab: Lab, request) -> Iterator[Lab]:
+    """The process's JupyterLab with a folder of this test's own (``lab.root``); the kernels the
+    test started are shut down after it, so the next test finds none."""
+    folder = shared_lab.root / re.sub(r"[^\w.-]+", "_", request.node.name)[:80]
+    folder.mkdir()
+    yield Lab(shared_lab.url, shared_lab.token, folder, shared_lab.root)
+    shared_lab.shut_down_kernels()
 
 
 @contextlib.contextmanager
@@ -192,6 +263,28 @@ def run_cell(page, cells, index: int):
     cell = cells.nth(index)
     press_shift_enter(cell)
     return cell.locator(".jp-OutputArea-output")
+
+
+def run_all_cells(page) -> None:
+    """Run every cell of the open notebook as a person does (Run > Run All Cells in the menu
+    bar), and wait until JupyterLab has queued its first code cell.
+
+    As with :func:`press_shift_enter`, a click on a busy machine can reach the page before it is
+    ready: the menu is used again only while that cell is still at ``[ ]``, so none runs twice.
+    """
+    from playwright.sync_api import expect
+
+    first = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").first.locator(".jp-InputPrompt")
+    for attempt in range(3):
+        answer_dialogs(page)
+        page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        try:
+            expect(first).not_to_have_text("[ ]:", timeout=60_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 def press_shift_enter(cell) -> None:

@@ -8,27 +8,22 @@ import time
 import pytest
 
 from helpers import labextension_missing
-from lab import browser_marks, chromium, jupyterlab, open_notebook, run_cell, write_notebook
+from lab import browser_marks, chromium, open_notebook, run_cell, write_notebook
 
 pytestmark = browser_marks
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab serving one notebook: load msdebug and show the panel; print the mode."""
-    with jupyterlab(tmp_path) as lab:
-        cells = [
-            "%load_ext msdebug\n%mscontext --panel",
-            'import mindspore\nprint("mode is", mindspore.get_context("mode"))',
-            "%mscontext device=GPU:0",
-        ]
-        write_notebook(lab.root / "panel.ipynb", cells)
-        yield lab
+CELLS = [
+    "%load_ext msdebug\n%mscontext --panel",
+    'import mindspore\nprint("mode is", mindspore.get_context("mode"))',
+    "%mscontext device=GPU:0",
+]
 
 
 def test_clicking_graph_in_the_panel_sets_graph_mode(lab, tmp_path):
     from playwright.sync_api import expect
 
+    write_notebook(lab.root / "panel.ipynb", CELLS)
     started = time.monotonic()
     screenshot = tmp_path / "panel.png"
     with chromium() as page:

@@ -14,7 +14,7 @@ from pathlib import Path
 import nested_net
 
 from helpers import kernel_env
-from lab import browser_marks, chromium, jupyterlab, open_notebook, run_cell, write_notebook
+from lab import browser_marks, chromium, open_notebook, run_cell, write_notebook
 
 pytestmark = browser_marks
 
@@ -49,8 +49,8 @@ def _check(page, selector: str) -> None:
     assert too_wide == [], f"wider than the notebook at {WIDTH} px: {too_wide}"
 
 
-def test_deeply_nested_scope_names_fit_jupyterlab_at_1280_px(tmp_path):
-    with jupyterlab(tmp_path) as lab, chromium(width=WIDTH, height=1400) as page:
+def test_deeply_nested_scope_names_fit_jupyterlab_at_1280_px(lab):
+    with chromium(width=WIDTH, height=1400) as page:
         write_notebook(lab.root / "nested.ipynb", CELLS)
         cells = open_notebook(page, lab, "nested.ipynb", cells=len(CELLS))
         for index in range(len(CELLS) - 1):

@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from lab import browser_marks, chromium, jupyterlab, open_notebook, run_cell, write_notebook
+from lab import browser_marks, chromium, open_notebook, run_cell, write_notebook
 
 pytestmark = browser_marks
 
@@ -32,10 +32,10 @@ for step in range(10):
     msdebug.step()"""
 
 
-def test_the_profile_report_renders_in_jupyterlab(tmp_path):
+def test_the_profile_report_renders_in_jupyterlab(lab, tmp_path):
     from playwright.sync_api import expect
 
-    with jupyterlab(tmp_path) as lab, chromium(width=1100, height=1400) as page:
+    with chromium(width=1100, height=1400) as page:
         write_notebook(lab.root / "profile.ipynb", [SETUP, PROFILED])
         cells = open_notebook(page, lab, "profile.ipynb", cells=2)
         run_cell(page, cells, 0)

@@ -1,6 +1,7 @@
 """Every tutorial in a real JupyterLab at 1280 px, driven through Debian's Chromium (see lab.py).
 
-For each notebook in notebooks/, every code cell is run as a person runs it (Shift+Enter), then:
+For each notebook in notebooks/, every code cell is run as a person runs them all (Run > Run All
+Cells), then:
 no output scrolls sideways (``scrollWidth <= clientWidth`` for every output), and the browser
 console shows no error. In tutorial 04 the explorer is clicked through: a kernel of the
 execution order opens its IR node, "show in its graph" opens that node in its graph, a click on
@@ -20,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lab import browser_marks, chromium, jupyterlab, open_notebook, press_shift_enter
+from lab import browser_marks, chromium, open_notebook, run_all_cells
 
 pytestmark = browser_marks
 
@@ -35,37 +36,12 @@ BENIGN = (
 )
 
 
-class _Fresh:
-    """``lab`` whose notebook URLs reset the workspace: JupyterLab would otherwise reopen the
-    tutorials of earlier tests, reconnect to their kernels, and log their widget managers'
-    comm traffic as this tutorial's console errors."""
-
-    def __init__(self, lab) -> None:
-        self.lab = lab
-
-    def notebook_url(self, name: str) -> str:
-        return f"{self.lab.url}/lab/tree/{name}?reset&token={self.lab.token}"
-
-
-def _shut_down_kernels(lab) -> None:
-    """Each tutorial's kernel ends with its test (a server full of idle kernels slows the next)."""
-    import json
-    import urllib.request
-
-    listing = urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=30).read()
-    for kernel in json.loads(listing):
-        request = urllib.request.Request(f"{lab.url}/api/kernels/{kernel['id']}?token={lab.token}", method="DELETE")
-        urllib.request.urlopen(request, timeout=60).read()
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """JupyterLab serving copies of notebooks/ and tests/data/ (the tutorials read ../tests/data)."""
-    scratch = tmp_path_factory.mktemp("lab")
-    with jupyterlab(scratch) as lab:
-        shutil.copytree(REPO / "notebooks", lab.root / "notebooks")
-        shutil.copytree(REPO / "tests" / "data", lab.root / "tests" / "data")
-        yield lab
+@pytest.fixture
+def tutorials(lab):
+    """``lab`` with copies of notebooks/ and tests/data/ (the tutorials read ../tests/data)."""
+    shutil.copytree(REPO / "notebooks", lab.root / "notebooks")
+    shutil.copytree(REPO / "tests" / "data", lab.root / "tests" / "data")
+    return lab
 
 
 def _shots(tmp_path: Path) -> list[Path]:
@@ -94,14 +70,13 @@ def _run_every_code_cell(page, notebook: str, lab) -> tuple:
     from playwright.sync_api import expect
 
     count = len(nbformat.read(REPO / "notebooks" / notebook, as_version=4).cells)
-    cells = open_notebook(page, _Fresh(lab), f"notebooks/{notebook}", cells=count)
+    cells = open_notebook(page, lab, f"notebooks/{notebook}", cells=count)
     code = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+    run_all_cells(page)
     for index in range(code.count()):
-        cell = code.nth(index)
-        cell.scroll_into_view_if_needed()
-        press_shift_enter(cell)
-        # "[*]:" while it runs, "[N]:" once done (errors included: some cells show mistakes).
-        expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
+        # "[*]:" while it runs, "[N]:" once done (the cells that show mistakes are tagged
+        # raises-exception, so JupyterLab runs on after them as nbval does).
+        expect(code.nth(index).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
     return cells, code
 
 
@@ -123,15 +98,14 @@ _OVERFLOW = """
 
 
 @pytest.mark.parametrize("notebook", TUTORIALS)
-def test_tutorial_fits_the_notebook_without_console_errors(lab, tmp_path, notebook):
+def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, notebook):
     from playwright.sync_api import expect
 
     errors: list[str] = []
-    _shut_down_kernels(lab)
     with chromium(width=WIDTH, height=900) as page:
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
-        _, code = _run_every_code_cell(page, notebook, lab)
+        _, code = _run_every_code_cell(page, notebook, tutorials)
         expect(
             page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
         ).to_have_count(1)

@@ -11,34 +11,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers import labextension_missing
-from lab import browser_marks, chromium, jupyterlab, open_notebook, run_cell, write_notebook
+from lab import browser_marks, chromium, open_notebook, run_cell, write_notebook
 
 pytestmark = [*browser_marks, pytest.mark.skipif(bool(labextension_missing()), reason=labextension_missing() or "")]
 
 ITEM = "#jp-main-statusbar .msdebug-StatusItem"
 GREYED = re.compile(r"\bmsdebug-mod-greyed\b")
-
-
-def labextension_env(scratch: Path) -> dict[str, str]:
-    """The environment that makes JupyterLab load the labextension of the msdebug under test."""
-    import msdebug
-
-    built = Path(msdebug.__file__).resolve().parent / "labextension"
-    if (built / "package.json").is_file():
-        share = scratch / "share" / "jupyter"
-        (share / "labextensions").mkdir(parents=True, exist_ok=True)
-        (share / "labextensions" / "msdebug").symlink_to(built, target_is_directory=True)
-        return {"JUPYTER_PATH": str(share)}
-    installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "msdebug" / "package.json"
-    if not installed.is_file():
-        pytest.fail(f"no built labextension: neither {built} nor {installed.parent} (pip install -e . builds it)")
-    return {}
 
 
 def keep(screenshot: Path) -> None:
@@ -48,24 +31,20 @@ def keep(screenshot: Path) -> None:
         shutil.copy(screenshot, docs / screenshot.name)
 
 
-@pytest.fixture
-def lab(tmp_path):
-    with jupyterlab(tmp_path, env=labextension_env(tmp_path)) as lab:
-        cells = [
-            "%load_ext msdebug",
-            "import mindspore",
-            'print("mode is", mindspore.get_context("mode"))',
-            "%mscontext mode=pynative",
-            "mindspore.set_context(mode=mindspore.GRAPH_MODE)",
-        ]
-        write_notebook(lab.root / "status.ipynb", cells)
-        write_notebook(lab.root / "other.ipynb", ["1 + 1"])
-        yield lab
+CELLS = [
+    "%load_ext msdebug",
+    "import mindspore",
+    'print("mode is", mindspore.get_context("mode"))',
+    "%mscontext mode=pynative",
+    "mindspore.set_context(mode=mindspore.GRAPH_MODE)",
+]
 
 
 def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
     from playwright.sync_api import expect
 
+    write_notebook(lab.root / "status.ipynb", CELLS)
+    write_notebook(lab.root / "other.ipynb", ["1 + 1"])
     with chromium(width=1280, height=720) as page:
         cells = open_notebook(page, lab, "status.ipynb", cells=5)
         item = page.locator(ITEM)
@@ -134,3 +113,6 @@ def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
         page.locator(".jp-Dialog .jp-mod-accept").click()
         expect(item).to_have_text("MindSpore: msdebug not loaded")
         expect(item).to_have_class(GREYED)
+        expect(  # the restarted kernel is up: a shutdown in the middle of its restart fails
+            page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
+        ).to_have_count(1)
