@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
-from helpers import run_python
+from helpers import kernel_env, run_python
 
 
 def _result(code: str) -> dict:
@@ -359,3 +361,156 @@ def test_profiler_settings_agree_with_mindspore_s_own_parsers():
         assert verdict != "accepted" and "\n" not in verdict, config
         heard, dropped = mindspore
         assert heard or dropped, (config, verdict)
+
+
+# --------------------------------------------------------------------------- data dump JSON
+
+# One process runs several configs: MindSpore parses MINDSPORE_DUMP_CONFIG at the graph's compile,
+# a refused file raises there and is parsed again at the next call, and the first file it takes
+# is latched for the process (reference dump-nan-profiler.md 0.2 and 1.3).
+_DUMP_AGREEMENT = """
+import glob, json, os, sys
+import numpy as np
+from msdebug.errors import DumpConfigError
+from msdebug.recorders.datadump import check_config
+
+here = os.getcwd()
+config_file = os.path.join(here, "dump.json")
+os.environ["MINDSPORE_DUMP_CONFIG"] = config_file
+open(config_file, "w").write("{}")
+import mindspore as ms
+from mindspore import nn
+
+class Net(nn.Cell):
+    def construct(self, x):
+        return (x * 2).sqrt()
+
+ms.set_context(mode=ms.GRAPH_MODE)
+net = Net()
+out = []
+for config in json.loads(sys.argv[1]):
+    try:
+        check_config(config)
+        verdict = "accepted"
+    except DumpConfigError as error:
+        verdict = str(error)
+    with open(config_file, "w") as handle:
+        json.dump(config, handle)
+    try:
+        for _ in range(2):
+            net(ms.Tensor(np.ones(3, np.float32))).asnumpy()
+        mindspore = "ran"
+    except RuntimeError as error:
+        mindspore = "refused: " + str(error).splitlines()[0]
+    path = config["common_dump_settings"]["path"]
+    files = sorted(os.path.relpath(f, path) for f in glob.glob(path + "/**/*.npy", recursive=True))
+    out.append([config, verdict, mindspore, files])
+    if mindspore == "ran":
+        break  # latched: this process dumps with that file until it ends
+print(json.dumps(out))
+"""
+
+_DUMP_BASE = {
+    "common_dump_settings": {
+        "dump_mode": 0,
+        "path": "{tmp}/out",
+        "net_name": "Net",
+        "iteration": "all",
+        "saved_data": "tensor",
+        "input_output": 0,
+        "kernels": [],
+        "support_device": [0],
+    },
+    "e2e_dump_settings": {"enable": True, "trans_flag": True},
+}
+
+
+def _dump_configs(tmp_path, *changes: dict) -> list[dict]:
+    configs = []
+    for number, change in enumerate(changes):
+        common = {**_DUMP_BASE["common_dump_settings"], "path": f"{tmp_path}/out{number}"}
+        common.update(change)
+        configs.append({**_DUMP_BASE, "common_dump_settings": {k: v for k, v in common.items() if v is not None}})
+    return configs
+
+
+def _run_dumps(tmp_path, configs: list[dict]) -> list:
+    # GRAPH mode compiles from source: the script is a file, not python -c
+    (tmp_path / "dump_agreement.py").write_text(_DUMP_AGREEMENT)
+    done = subprocess.run(
+        [sys.executable, "dump_agreement.py", json.dumps(configs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=kernel_env(),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _honoured(config: dict, files: list[str]) -> str:
+    """'' when the files written are what ``config`` asks for; else what differs."""
+    common = config["common_dump_settings"]
+    if not files:
+        return "no tensor written"
+    iterations = {f.split("/")[3] for f in files}  # rank_0/<net_name>/<graph>/<iteration>/<file>
+    first = str(common.get("initial_iteration", 0))
+    if {f.split("/")[1] for f in files} != {common["net_name"]} or first not in iterations:
+        return f"written under {sorted({'/'.join(f.split('/')[1:4]) for f in files})}"
+    ops = {f.split("/")[4].split(".")[0] for f in files if not f.split("/")[4].startswith("Parameter.")}
+    if common["dump_mode"] == 1 and not ops <= {k for k in common["kernels"]}:
+        return f"ops {sorted(ops)} beside the kernels {common['kernels']}"
+    sides = {".input." if ".input." in f else ".output." for f in files if not f.split("/")[4].startswith("Param")}
+    wanted = {0: {".input.", ".output."}, 1: {".input."}, 2: {".output."}}[common["input_output"]]
+    if sides != wanted:
+        return f"{sorted(sides)} written for input_output {common['input_output']}"
+    return ""
+
+
+def test_dump_configs_msdebug_refuses_mindspore_refuses_and_one_it_accepts_is_written(tmp_path):
+    # Every config msdebug refuses here, MindSpore's DumpJsonParser refuses too (a RuntimeError at the
+    # graph call); the last, which msdebug accepts, MindSpore takes and writes as asked.
+    refused = [
+        {"dump_mode": 2},
+        {"dump_mode": "0"},
+        {"dump_mode": True},
+        {"path": "{tmp}/dump.v1"},
+        {"path": "relative"},
+        {"net_name": "My Net"},
+        {"net_name": None},
+        {"iteration": "first"},
+        {"iteration": 0},
+        {"saved_data": "statistic"},
+        {"saved_data": "tensors"},
+        {"input_output": 3},
+        {"input_output": 1.0},
+        {"kernels": "Default/Sqrt-op0"},
+        {"support_device": ["0"]},
+        {"op_debug_mode": 5},
+        {"overflow_number": 2},
+        {"initial_iteration": -1},
+        {"initial_iteration": 2**64},
+    ]
+    accepted = {"dump_mode": 1, "kernels": ["Sqrt"], "input_output": 2, "initial_iteration": 5, "file_format": "npy"}
+    changes = [{k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in c.items()} for c in refused]
+    configs = _dump_configs(tmp_path, *changes, {}, accepted)
+    configs[-2]["e2e_dump_settings"] = {"enable": "true", "trans_flag": True}
+    results = _run_dumps(tmp_path, configs)
+    assert len(results) == len(configs), results[-1]
+    for config, verdict, mindspore, files in results[:-1]:
+        assert verdict != "accepted" and "\n" not in verdict, (config, mindspore, files[:2])
+        assert mindspore.startswith("refused: ") and files == [], (config, mindspore)
+    config, verdict, mindspore, files = results[-1]
+    assert (verdict, mindspore) == ("accepted", "ran"), results[-1]
+    assert _honoured(config, files) == "", (files, _honoured(config, files))
+    assert any("/5/Sqrt." in f for f in files), files
+
+
+def test_dump_configs_msdebug_refuses_and_mindspore_takes_are_not_written_as_asked(tmp_path):
+    # MindSpore takes these (one process each: the first file taken is latched) and writes something
+    # other than what they ask for: a uint32 iteration wrapped round, no tensor in exception dump mode.
+    for number, change in enumerate(({"initial_iteration": 2**32 + 5}, {"op_debug_mode": 4})):
+        [[config, verdict, mindspore, files]] = _run_dumps(tmp_path, _dump_configs(tmp_path / str(number), change))
+        assert verdict != "accepted" and "\n" not in verdict, (config, mindspore, files[:2])
+        assert mindspore == "ran" and _honoured(config, files) != "", (config, files[:2])

@@ -141,7 +141,8 @@ SPEC = {
             "support_device": Field("list", items="uint", required=True, says="a list of device numbers"),
             "op_debug_mode": Field("int", choices=(0, 1, 2, 3, 4), says="0, 3 or 4"),
             "overflow_number": Field("int", low=0),
-            "initial_iteration": Field("int", low=0),
+            # a uint32 in DumpJsonParser: 2**32 + 5 is dumped as iteration 5, 2**64 is refused
+            "initial_iteration": Field("int", low=0, high=2**32 - 1),
             "file_format": Field("any"),
             "statistic_category": Field("any"),
         },
