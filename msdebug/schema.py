@@ -27,6 +27,8 @@ class Field:
     ``object`` (the nested ``fields``), ``any``, or ``retired`` (a key this MindSpore no longer
     reads; ``says`` tells what replaces it). ``says`` replaces the generated "what is allowed";
     ``rule(value, name)`` adds a check of its own and raises its own one-line error.
+    ``floats``: an ``int`` field also takes a JSON number with no fraction (``2.0``), for parsers
+    that compare numbers by value (nlohmann's ``mode == 2`` is true for ``2.0``).
     ``ascend`` and ``note`` are for the callers' notes.
     """
 
@@ -40,6 +42,7 @@ class Field:
     required: bool = False
     says: str = ""
     rule: Callable[[Any, str], Any] | None = None
+    floats: bool = False
     ascend: bool = False
     note: str = ""
 
@@ -86,6 +89,8 @@ def _fits(field: Field, value: Any) -> bool:
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "int":
+        if field.floats and isinstance(value, float) and value.is_integer():
+            value = int(value)
         if not _is_int(value):
             return False
         if field.choices:

@@ -109,7 +109,8 @@ SPEC = {
         "object",
         fields={
             "enable": _BOOL,
-            "mode": Field("int", choices=tuple(MODES), says=f"1 ({MODES[1]}) or 2 ({MODES[2]})"),
+            # ParseRdrMode compares the JSON value with 1 and 2: 2.0 is mode 2 (run with 2.7.0)
+            "mode": Field("int", choices=tuple(MODES), floats=True, says=f"1 ({MODES[1]}) or 2 ({MODES[2]})"),
             "path": Field(
                 "str", rule=lambda value, name: check_path(value, name), says="a string (an absolute directory)"
             ),
@@ -121,7 +122,7 @@ SPEC = {
 
 def _checked(section: str, key: str, value: Any) -> Any:
     check(SPEC[section].fields[key], value, f"{section}.{key}", error=EnvConfigError, show=_show)
-    return value
+    return int(value) if isinstance(value, float) else value  # a mode of 2.0 is written as 2
 
 
 def _show(value: Any) -> str:
