@@ -5,7 +5,7 @@ ends in), the same bytes for every case. Baseline: ``os.dup2`` of fd 1 onto a fi
 ``dup2`` back. Cases, each timed from before the redirection starts until the bytes are
 where they belong (the file closed, or the bytes in memory):
 
-* ``print_file_path``: ``msdebug.capture.set_print_file`` (what ``%mscontext print_file_path``
+* ``print_file_path``: ``msdebug.recorders.print.set_print_file`` (what ``%mscontext print_file_path``
   does on CPU/GPU); goal at least 0.8x of the baseline's throughput;
 * ``capture(file=...)``: ``msdebug.capture_print(file=...)``, captured and written to a file;
   goal at least 0.8x too (output that ends in a file);
@@ -62,7 +62,7 @@ def baseline(total: int, path: str) -> float:
 
 
 def print_file(total: int, path: str) -> float:
-    from msdebug.capture import set_print_file
+    from msdebug.recorders.print import set_print_file
 
     start = time.perf_counter()
     set_print_file(path)

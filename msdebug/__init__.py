@@ -97,14 +97,14 @@ def capture_print(file=None, show: bool = True):
     """``with msdebug.capture_print() as cap:`` every Print operator output (GRAPH, PYNATIVE,
     ``@jit``) and ``print()`` of the block, in order; shown when the block ends, and kept in
     ``cap.log`` (``.text``, ``.items``, ``.tensors``). ``file=`` also writes it to a new file."""
-    from .capture import capture_print as _capture
+    from .recorders.print import capture_print as _capture
 
     return _capture(file=file, show=show)
 
 
 def read_print_file(path, format: str = "auto"):  # noqa: A002 - mirrors the documented parameter name
     """Decode a print file: MindSpore's binary one (Ascend) or msdebug's text one (CPU/GPU)."""
-    from .printfile import read_print_file as _read
+    from .dumps.print import read_print_file as _read
 
     return _read(path, format)
 

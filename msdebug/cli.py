@@ -90,8 +90,8 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _print_file(args: argparse.Namespace) -> int:
+    from .dumps.print import read_print_file
     from .errors import MsDebugError
-    from .printfile import read_print_file
 
     try:
         log = read_print_file(args.path, args.format)

@@ -208,7 +208,7 @@ def _emulated(backend: _backend.Backend, name: str) -> bool:
 
 def _read(backend: _backend.Backend, name: str) -> Any:
     if _emulated(backend, name):
-        from .capture import active_print_file
+        from .recorders.print import active_print_file
 
         return active_print_file()
     return backend.read(name)
@@ -216,7 +216,7 @@ def _read(backend: _backend.Backend, name: str) -> Any:
 
 def _write(backend: _backend.Backend, name: str, value: Any) -> None:
     if _emulated(backend, name):
-        from .capture import set_print_file
+        from .recorders.print import set_print_file
 
         set_print_file(value)
     else:
@@ -225,7 +225,7 @@ def _write(backend: _backend.Backend, name: str, value: Any) -> None:
 
 def _write_raw(backend: _backend.Backend, name: str, raw: Any) -> None:
     if _emulated(backend, name):
-        from .capture import set_print_file
+        from .recorders.print import set_print_file
 
         set_print_file(raw, resume=True)
     else:

@@ -125,7 +125,7 @@ def _is(target: str, *roots: str) -> bool:
 def test_the_walk_sees_the_whole_package():
     assert {"msdebug", "msdebug.settings", "msdebug.backend.context", "msdebug.ipython.extension"} <= set(MODULES)
     assert "msdebug.backend" in {target for target, _ in imports("msdebug.settings")}
-    assert "msdebug.backend.protos" in {target for target, _ in imports("msdebug.printfile")}  # inside a function
+    assert "msdebug.backend.protos" in {target for target, _ in imports("msdebug.dumps.print")}  # inside a function
 
 
 def test_no_import_cycles_counting_imports_inside_functions():
@@ -160,7 +160,7 @@ def test_views_import_only_views_and_the_key_catalog():
 
 @pytest.mark.parametrize("folder", ["dumps", "views"])
 def test_readers_and_views_are_pure(folder):
-    higher = ("msdebug.ipython", "msdebug.settings", "msdebug.recorders", "msdebug.capture", "msdebug.cli")
+    higher = ("msdebug.ipython", "msdebug.settings", "msdebug.recorders", "msdebug.recorders.print", "msdebug.cli")
 
     def rule(name: str, target: str) -> bool:
         touches_mindspore = _is(target, "msdebug.backend") and target != "msdebug.backend.protos"
@@ -187,12 +187,12 @@ def test_readers_never_render_at_import_time():
 # trees); every other such call in msdebug/ is listed here with what it opens.
 FILE_CALLS = {"open", "read_text", "read_bytes", "fdopen", "load", "loadtxt", "fromfile", "memmap", "mmap"}
 OPENS_WHAT_MSDEBUG_WROTE = {
-    ("capture.py", "open(path, mode)"): "_create: a new print file, 'xb' (never an existing one)",
-    ("capture.py", "open(path, 'ab')"): "appends to the print file msdebug is capturing to",
-    ("capture.py", "libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)"): "maps its own memfd",
+    ("recorders/print.py", "open(path, mode)"): "_create: a new print file, 'xb' (never an existing one)",
+    ("recorders/print.py", "open(path, 'ab')"): "appends to the print file msdebug is capturing to",
+    ("recorders/print.py", "libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)"): "maps its own memfd",
     ("cli.py", "os.open(os.devnull, os.O_WRONLY)"): "writes to /dev/null",
     ("ipython/hooks.py", "open(name, 'x', encoding='utf-8')"): "writes a new cell file",
-    ("printfile.py", "open(os.fspath(path), 'xb')"): "writes a new print file",
+    ("dumps/print.py", "open(os.fspath(path), 'xb')"): "writes a new print file",
     ("recorders/datadump.py", "open(path, 'x', encoding='utf-8')"): "writes a new dump config",
     ("recorders/envconfig.py", "os.fdopen(fd, 'w', encoding='utf-8')"): "writes the mkstemp file of an env_config",
     ("recorders/profile.py", "open(os.dup(sink.fileno()), 'wb')"): "writes to its own log sink",

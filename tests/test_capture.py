@@ -318,7 +318,7 @@ def test_on_ascend_msdebug_leaves_the_file_to_mindspore_and_shows_what_a_cell_ad
     from IPython.utils.capture import capture_output
 
     from msdebug import backend
-    from msdebug.printfile import write_print_file
+    from msdebug.dumps.print import write_print_file
 
     ms = backend.get_backend()
     path = tmp_path / "ascend.pb"
@@ -338,7 +338,7 @@ def test_on_ascend_msdebug_leaves_the_file_to_mindspore_and_shows_what_a_cell_ad
 
 
 def _print_message(args) -> bytes:
-    from msdebug.printfile import _message_classes
+    from msdebug.dumps.print import _message_classes
 
     message = _message_classes()[0]()
     for arg in args:

@@ -69,7 +69,7 @@ print("reloaded:", state())
 # What %load_ext msdebug must not import: MindSpore and the libraries behind views and widgets,
 # the key catalog and settings (read at the first %mscontext), the readers, recorders and views,
 # the magics' own modules (imported at a magic's first use or help) and completion's specs.
-HEAVY = ("mindspore", "numpy", "ipywidgets", "msdebug.keys", "msdebug.settings", "msdebug.capture")
+HEAVY = ("mindspore", "numpy", "ipywidgets", "msdebug.keys", "msdebug.settings", "msdebug.recorders.print")
 HEAVY_PACKAGES = ("msdebug.recorders", "msdebug.ranks", "msdebug.ipython.magics.", "msdebug.views.")
 HEAVY_MODULES = ("msdebug.dumps.ir", "msdebug.dumps.explorer", "msdebug.ipython.completion", "msdebug.ipython.panel")
 

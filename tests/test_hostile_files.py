@@ -138,7 +138,7 @@ def test_print_file_dev_zero_is_refused_at_once():
 
 
 def test_a_print_file_beyond_the_bound_is_refused(tmp_path, monkeypatch):
-    import msdebug.printfile as printfile
+    import msdebug.dumps.print as printfile
 
     big = tmp_path / "big.bin"
     big.write_bytes(b"x" * 5000)
@@ -180,7 +180,7 @@ def test_a_symlink_loop_given_as_the_path(tmp_path):
 
 
 def _print_file_with(tmp_path: Path, dims: list[int], kind: str, content: bytes) -> Path:
-    from msdebug.printfile import _message_classes
+    from msdebug.dumps.print import _message_classes
 
     Print, _, _ = _message_classes()
     message = Print()
@@ -206,7 +206,7 @@ def _print_file_with(tmp_path: Path, dims: list[int], kind: str, content: bytes)
     ],
 )
 def test_corrupt_print_file_tensors_give_a_print_file_error(tmp_path, dims, kind, content):
-    from msdebug.printfile import PrintFileError
+    from msdebug.dumps.print import PrintFileError
 
     path = _print_file_with(tmp_path, dims, kind, content)
     with pytest.raises(PrintFileError, match="byte 0"):

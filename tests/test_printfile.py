@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import msdebug
-from msdebug.printfile import PrintedTensor, PrintedText, PrintFileError, parse_text, read_print_file
+from msdebug.dumps.print import PrintedTensor, PrintedText, PrintFileError, parse_text, read_print_file
 
 from helpers import run_python
 
@@ -38,7 +38,7 @@ def _check(items, expected) -> None:
 def test_every_dtype_decodes_with_mindsporess_print_pb2():
     import mindspore  # noqa: F401 - loaded, so read_print_file uses mindspore.train.print_pb2
 
-    from msdebug.printfile import _message_classes
+    from msdebug.dumps.print import _message_classes
 
     assert _message_classes()[2] == "mindspore.train.print_pb2"
     log = msdebug.read_print_file(DATA / "all_dtypes.pb")
@@ -51,7 +51,7 @@ def test_without_mindspore_the_own_schema_gives_the_same_items():
     code = f"""
         import sys, json
         sys.modules["mindspore"] = None  # as if MindSpore were not installed
-        from msdebug.printfile import read_print_file, _message_classes
+        from msdebug.dumps.print import read_print_file, _message_classes
         log = read_print_file({str(DATA / "all_dtypes.pb")!r})
         print(_message_classes()[2], len(log.items), log.items[0].text, log.items[1].values.tolist())
     """
@@ -109,7 +109,7 @@ def test_garbage_and_wrong_fields_are_named(tmp_path):
 
 
 def test_a_tensor_whose_bytes_do_not_fit_its_shape(tmp_path):
-    from msdebug.printfile import _own_classes
+    from msdebug.dumps.print import _own_classes
 
     message = _own_classes()[0]()
     value = message.value.add()
@@ -122,7 +122,7 @@ def test_a_tensor_whose_bytes_do_not_fit_its_shape(tmp_path):
 
 
 def test_write_print_file_round_trips_and_never_overwrites(tmp_path):
-    from msdebug.printfile import write_print_file
+    from msdebug.dumps.print import write_print_file
 
     path = tmp_path / "w.pb"
     write_print_file(path, [["x:", np.arange(4, dtype=np.int64).reshape(2, 2)], ["done"]])
@@ -190,7 +190,7 @@ def test_unclosed_tensor_text_stays_text():
 
 
 def test_hostile_text_is_escaped_in_html():
-    from msdebug.printfile import PrintLog
+    from msdebug.dumps.print import PrintLog
 
     log = PrintLog(b'<script>alert(1)</script>\n"><img onerror=alert(2) src=x>\n' + SUMMARISED.encode())
     page = log._repr_html_()

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import msdebug
-from msdebug.printfile import PrintLog
+from msdebug.dumps.print import PrintLog
 from msdebug.views.print import MAX_ITEMS, MAX_LINES, scalar_series
 
 

@@ -20,16 +20,16 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from msdebug import printfile
+from msdebug.dumps import print as printfile
 from msdebug.dumps import rdr
 from msdebug.dumps.explorer import open_dump
 from msdebug.dumps.graphs import read_graphs_dir
 from msdebug.dumps.ir import parse_ir
+from msdebug.dumps.print import PrintedTensor, PrintedText, parse_text, read_print_file
 from msdebug.errors import MsDebugError
-from msdebug.printfile import PrintedTensor, PrintedText, parse_text, read_print_file
 from msdebug.recorders.envconfig import EnvConfig
 
-ROOT = Path(printfile.__file__).resolve().parents[1]  # the msdebug under test, for the command too
+ROOT = Path(printfile.__file__).resolve().parents[2]  # the msdebug under test, for the command too
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HUGE = "9" * 5000  # beyond int()'s 4,300 digits
 # Numbers as files spell them, and as they must not be read: Unicode digits, past int64, past int().

@@ -1,5 +1,6 @@
 """Readers for MindSpore's dump files: pure data, no IPython, no HTML.
 
+* :mod:`.print`: what the Print operator printed (captured text, binary print files);
 * :mod:`.ir`: the ``.ir`` text format (RDR and save_graphs);
 * :mod:`.rdr`: a Running Data Recorder tree (``rank_*/rdr/``);
 * :mod:`.graphs`: a save_graphs directory;

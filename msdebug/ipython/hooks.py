@@ -144,7 +144,7 @@ class CellCapture:
             self.stop()  # the last cell's post_run_cell never ran: an interrupt landed in IPython between them
         if not self.every_cell:
             return
-        from ..capture import PrintCapture, active_print_file
+        from ..recorders.print import PrintCapture, active_print_file
 
         if active_print_file():
             return
@@ -181,7 +181,7 @@ class CellCapture:
         """Show what MindSpore appended to its binary print file during the cell."""
         from IPython.display import display
 
-        from ..printfile import PrintFileError, read_appended
+        from ..dumps.print import PrintFileError, read_appended
 
         try:
             log = read_appended(path, offset)

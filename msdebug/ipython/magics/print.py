@@ -1,6 +1,6 @@
 """``%msprint`` / ``%%msprint``: Print operator output inline, in order, in the cell that made it.
 
-The magic edge of :mod:`msdebug.capture`: a cell magic around one cell; ``%msprint on`` switches the
+The magic edge of :mod:`msdebug.recorders.print`: a cell magic around one cell; ``%msprint on`` switches the
 per-cell hooks (:class:`msdebug.ipython.hooks.CellCapture`) through the ``MsDebug.print_capture``
 preference, so ``%config MsDebug.print_capture = True`` works too.
 """
@@ -56,7 +56,7 @@ class PrintMagics(Magics):
             if args.word in ("on", "off"):
                 preferences(self.shell).print_capture = args.word == "on"
             return status(cells)
-        from ...capture import PrintCapture
+        from ...recorders.print import PrintCapture
 
         capture = PrintCapture(file=args.get("--file"), show=True)
 
@@ -81,7 +81,7 @@ class Status:
 
 def status(cells: CellCapture) -> Status:
     """Where Print output goes now: a file, MindSpore's own file, every cell captured, or the screen."""
-    from ...capture import active_print_file
+    from ...recorders.print import active_print_file
 
     path = active_print_file()
     if path:

@@ -12,7 +12,7 @@ its duration:
   stream and keep the order they were written in, from any thread.
 
 On exit MindSpore's queue is synchronised (Print kernels of async graphs finish), the bytes
-are read back into a :class:`~msdebug.printfile.PrintLog` and shown. With ``file=`` fd 1
+are read back into a :class:`~msdebug.dumps.print.PrintLog` and shown. With ``file=`` fd 1
 points at that new file instead of the temporary file, and it is read back the same way. IPython hooks (``%msprint on``) are built on top of this in :mod:`msdebug.ipython.hooks` and :mod:`msdebug.ipython.magics.print`.
 
 :class:`PrintFile` is the other use of the same plumbing: ``print_file_path`` on CPU and
@@ -30,9 +30,9 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from . import interrupts
-from .errors import MsDebugError
-from .printfile import PrintLog
+from .. import interrupts
+from ..dumps.print import PrintLog
+from ..errors import MsDebugError
 
 __all__ = ["PrintCapture", "PrintFile", "capture_print", "resolve_print_file", "active_print_file", "PrintCaptureError"]
 
@@ -237,7 +237,7 @@ def _synchronize() -> str:
     """
     if "mindspore" not in sys.modules:
         return ""
-    from .backend import synchronize
+    from ..backend import synchronize
 
     return synchronize()
 

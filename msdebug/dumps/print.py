@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MsDebugError, echo
-from .files import INT64_MAX, MiB, ascii_number, read_regular
+from ..errors import MsDebugError, echo
+from ..files import INT64_MAX, MiB, ascii_number, read_regular
 
 __all__ = [
     "PrintFileError",
@@ -178,12 +178,12 @@ class PrintLog:
         return bool(self.raw) or bool(self.note) or bool(self._items)
 
     def __repr__(self) -> str:
-        from .views.print import text_print_log
+        from ..views.print import text_print_log
 
         return text_print_log(self)
 
     def _repr_html_(self) -> str:
-        from .views.print import html_print_log
+        from ..views.print import html_print_log
 
         return html_print_log(self)
 
@@ -316,7 +316,7 @@ def _scalar(token: str):
 
 def _message_classes():
     """``(Print, Print.Value, source)``: MindSpore's own classes if MindSpore is loaded, else msdebug's."""
-    from .backend.protos import print_pb2
+    from ..backend.protos import print_pb2
 
     module = print_pb2()
     if module is not None:
