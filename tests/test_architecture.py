@@ -302,6 +302,15 @@ def test_each_feature_has_one_name_in_every_folder(folder):
     assert misnamed(folder, modules_in(folder)) == []
 
 
+# The package's top holds what every feature shares, and no feature of its own: a feature's
+# recorder, reader, view and magics live in the folders above, under the feature's one name.
+TOP = {"__main__", "cli", "errors", "keys", "settings", "interrupts", "files", "schema"}
+
+
+def test_no_feature_lives_at_the_top_of_the_package():
+    assert sorted(set(modules_in(".")) - TOP) == []
+
+
 def test_the_naming_rule_refuses_a_second_name_for_a_feature():
     second_names = ["profiler", "dump", "dumps", "printout", "prints", "dataexplorer", "savegraphs", "nan_report"]
     assert misnamed("backend", ["profile", "datadump", *second_names]) == [
