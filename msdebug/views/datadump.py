@@ -51,20 +51,29 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f'<table style="border-collapse:collapse;font-size:90%"><tr>{top}</tr>{body}</table>'
 
 
-def _stat_cells(stats) -> list[str]:
+def _stat_runs(stats) -> list:
+    """A tensor's statistics as table cells of :mod:`msdebug.views.report`."""
+    from .report import Span
+
     if stats is None:
-        return [tag("span", "unreadable", style=BAD)] + ["-"] * 6
-    finite = tag("span", "finite", style=GOOD) if stats.finite else tag("span", esc(stats.kinds), style=BAD)
-    first = esc(f"{stats.first_kind} at {stats.first_index}") if stats.first_index is not None else "-"
+        return [Span("unreadable", "bad")] + ["-"] * 6
+    finite = Span("finite", "good") if stats.finite else Span(stats.kinds, "bad")
+    first = f"{stats.first_kind} at {stats.first_index}" if stats.first_index is not None else "-"
     return [
         finite,
         first,
-        esc(_num(stats.min)),
-        esc(_num(stats.max)),
-        esc(_num(stats.mean)),
-        esc(f"{stats.shape} {stats.dtype}"),
-        esc(f"{stats.size}"),
+        _num(stats.min),
+        _num(stats.max),
+        _num(stats.mean),
+        f"{stats.shape} {stats.dtype}",
+        f"{stats.size}",
     ]
+
+
+def _stat_cells(stats) -> list[str]:
+    from .report import runs_html
+
+    return [runs_html(cell) for cell in _stat_runs(stats)]
 
 
 _STAT_HEAD = ["values", "first non-finite", "min", "max", "mean", "shape / dtype", "elements"]
