@@ -52,6 +52,7 @@ LOOKS = {
     "": "",
     "strong": STRONG,
     "note": NOTE,
+    "aside": NOTE,
     "good": GOOD,
     "good-strong": f"{GOOD};{STRONG}",
     "bad": BAD,
@@ -170,8 +171,9 @@ def runs_text(value: Runs, indent: int = 0) -> str:
 
 @dataclass(frozen=True)
 class Line:
-    """A paragraph of one line: ``look`` styles it in HTML (``note``, ``strong``, ``partial``...),
-    ``indent`` moves it right in text, ``title`` is its hover text in HTML."""
+    """A paragraph of one line: ``look`` styles it in HTML (``note``, ``strong``, ``partial``...;
+    ``aside`` is a note that text puts in parentheses), ``indent`` moves it right in text,
+    ``title`` is its hover text in HTML."""
 
     runs: Runs
     look: str = ""
@@ -330,7 +332,8 @@ def html(report: Report) -> str:
 
 def _text_section(section: Section) -> list[str]:
     if isinstance(section, Line):
-        return [" " * section.indent + runs_text(section.runs, section.indent)]
+        line = runs_text(section.runs, section.indent + (2 if section.look == "aside" else 0))
+        return [" " * section.indent + (f"({line})" if section.look == "aside" else line)]
     if isinstance(section, Items):
         head = _runs(section.text_head) or _runs(section.head)
         lines = [" " * section.indent + runs_text(head, section.indent)] if head else []
