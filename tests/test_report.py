@@ -34,7 +34,7 @@ def every_kind(value: str) -> r.Report:
                 [r.Col(value, Column(value), left=True), r.Col("share", Column("share", right=True))],
                 [[value, r.Bar(0.5)], [r.Span(value, "scope-plain"), r.Bar(2.0)]],
             ),
-            r.Table([r.Col(value)], [[value], [r.Span(value, "good")]], compact=True),
+            r.Table([r.Col(value)], [[value], [r.Span(value, "good")]], look="compact"),
             r.Pre(value + "\n" + value, summary=value, look="faded"),
             r.Pre(value),
             r.Figure("<svg></svg>", caption=value, text=[value]),
@@ -87,7 +87,7 @@ def test_huge_tables_lists_and_strings_are_bounded():
     report = r.Report(
         [
             r.Table(columns, rows),
-            r.Table(columns, rows, compact=True),
+            r.Table(columns, rows, look="compact"),
             r.Items([f"item {i}" for i in range(200_000)]),
             r.Line(long),
             r.Pre(long),

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from ._html import BREAK_ANYWHERE, FADED, LEFT, NOTE, esc, scope, tag
 from ._text import MIN_FIT, current_width, shorten
+from .report import Col, KeyValues, Line, Report, Span, Table, html, runs_html, text
 
 __all__ = [
+    "build_dump_status",
     "html_compare",
     "html_dump_status",
     "html_exec",
@@ -53,8 +55,6 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 def _stat_runs(stats) -> list:
     """A tensor's statistics as table cells of :mod:`msdebug.views.report`."""
-    from .report import Span
-
     if stats is None:
         return [Span("unreadable", "bad")] + ["-"] * 6
     finite = Span("finite", "good") if stats.finite else Span(stats.kinds, "bad")
@@ -71,8 +71,6 @@ def _stat_runs(stats) -> list:
 
 
 def _stat_cells(stats) -> list[str]:
-    from .report import runs_html
-
     return [runs_html(cell) for cell in _stat_runs(stats)]
 
 
@@ -254,12 +252,22 @@ def _dump_lines(status) -> list[tuple[str, str]]:
     return rows
 
 
+def build_dump_status(status) -> Report:
+    """``%msdump``'s status's sections."""
+    pairs = _dump_lines(status)
+    return Report(
+        [
+            Line(Span("Data dump", "b")),
+            Table([Col(""), Col("")], [(Span(k, "b"), v) for k, v in pairs], look="compact", only="html"),
+            KeyValues(pairs, indent=2, only="text"),
+            *(Line(note, look="note") for note in status.notes[:_MAX_NOTES]),
+        ]
+    )
+
+
 def html_dump_status(status) -> str:
-    rows = [[tag("b", esc(k)), esc(v)] for k, v in _dump_lines(status)]
-    notes = "".join(tag("div", esc(n), style=NOTE) for n in status.notes[:_MAX_NOTES])
-    return tag("div", tag("div", tag("b", esc("Data dump"))) + _table(["", ""], rows) + notes)
+    return html(build_dump_status(status))
 
 
 def text_dump_status(status) -> str:
-    lines = ["Data dump"] + [f"  {k}: {v}" for k, v in _dump_lines(status)]
-    return "\n".join(lines + list(status.notes[:_MAX_NOTES]))
+    return text(build_dump_status(status))

@@ -52,7 +52,7 @@ def build(report) -> r.Report:
             # A table in HTML; a line per tensor in text, its statistics in words.
             columns = [r.Col(head) for head in ("tensor", *_STAT_HEAD)]
             rows = [(s.label, *_stat_runs(s.stats)) for s in slots]
-            sections.append(r.Table(columns, rows, compact=True, only="html"))
+            sections.append(r.Table(columns, rows, look="compact", only="html"))
             sections.append(r.Items([f"{s.label}: {_stat_text(s.stats)}" for s in slots], indent=2, only="text"))
         if culprit.reached:
             items = [(r.Span(x.name, "fit"), f" ({x.op_type}): {x.outcome}") for x in culprit.reached]

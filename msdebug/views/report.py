@@ -47,6 +47,9 @@ _PATH = "word-break:break-all"
 _NOWRAP = "white-space:nowrap"
 _BAR = "display:inline-block;height:.8em;background:#4a90d9;vertical-align:middle"
 _COMPACT_CELL = f"{LEFT};padding:1px 8px;vertical-align:top;{BREAK_ANYWHERE}"
+_FULL_CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:normal"
+_FULL_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse;margin:2px 0"
+_BOX = "max-width:100%;overflow-wrap:anywhere"
 # The looks a line, a list or a span may have, as the inline styles of msdebug's HTML.
 LOOKS = {
     "": "",
@@ -61,6 +64,8 @@ LOOKS = {
     "faded": FADED,
     "partial": "background:#fdecea;border-left:4px solid #cf222e;padding:4px 8px;margin:4px 0",
     "tight": "margin:2px 0",
+    "boxed-note": f"{NOTE};{_BOX}",  # a note that wraps inside the output area
+    "warning": "color:#9a6700",
 }
 
 
@@ -126,6 +131,8 @@ def _inline_html(run: Inline) -> str:
         return tag("code", esc(value))
     if look in ("scope", "fit"):
         return tag("code", scope(value))
+    if look == "b":
+        return tag("b", esc(value))
     if look == "scope-plain":
         return scope(value)
     if look == "hover":
@@ -220,12 +227,13 @@ class Col:
 @dataclass(frozen=True)
 class Table:
     """A table: at most ``MAX_ROWS`` rows of :data:`Inline` cells. In HTML the ``left`` columns
-    (from the first) align left and the first of them wraps anywhere (``compact``: every column
-    does, with padding); in text the columns with a :class:`Col.text` go through ``fit_table``."""
+    (from the first) align left and the first of them wraps anywhere; ``look`` ``compact``: every
+    column does, with padding; ``full``: as wide as the output area, every column left-aligned.
+    In text the columns with a :class:`Col.text` go through ``fit_table``."""
 
     columns: Sequence[Col]
     rows: Sequence[Sequence[Runs]]
-    compact: bool = False
+    look: str = ""
     only: str = ""
 
 
@@ -270,7 +278,13 @@ class Report:
 def _html_table(table: Table) -> str:
     columns = list(table.columns)
     rows = list(table.rows)[:MAX_ROWS]
-    if table.compact:
+    if table.look == "full":
+        head = "".join(tag("th", esc(c.head), style=_FULL_CELL) for c in columns)
+        body = "".join(
+            "<tr>" + "".join(tag("td", runs_html(cell), style=_FULL_CELL) for cell in row) + "</tr>" for row in rows
+        )
+        return f'<table style="{_FULL_TABLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    if table.look == "compact":
         styles = [_COMPACT_CELL] * len(columns)
         top = "".join(tag("th", esc(c.head), style=s) for c, s in zip(columns, styles, strict=True))
         body = "".join(
