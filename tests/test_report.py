@@ -81,23 +81,31 @@ def test_text_keeps_hostile_strings_as_they_are():
 
 
 def test_huge_tables_lists_and_strings_are_bounded():
-    rows = [[f"op{i}", str(i)] for i in range(200_000)]
+    count = 200_000
+    rows = [[f"op{i}", str(i)] for i in range(count)]
     columns = [r.Col("op", Column("op", fit=True), left=True), r.Col("n", Column("n", right=True))]
     long = "x" * 5_000_000
     report = r.Report(
         [
             r.Table(columns, rows),
             r.Table(columns, rows, look="compact"),
-            r.Items([f"item {i}" for i in range(200_000)]),
+            r.Table(columns, rows, look="full"),
+            r.Items([f"item {i}" for i in range(count)]),
+            r.KeyValues([(f"key {i}", "value") for i in range(count)]),
             r.Line(long),
             r.Pre(long),
         ]
     )
     page, lines = r.html(report), r.text(report).splitlines()
-    assert page.count("<tr>") == 2 * (r.MAX_ROWS + 1)  # each table: its head row and MAX_ROWS rows
-    assert page.count("<li>") == r.MAX_ROWS
-    assert len(page) < 2_000_000 and len(lines) < 3 * r.MAX_ROWS + 10
+    assert page.count("<tr>") == 3 * (r.MAX_ROWS + 1)  # each table: its head row and MAX_ROWS rows
+    assert page.count("<li>") == r.MAX_ROWS and page.count("key ") == r.MAX_ROWS
+    assert len(page) < 5 * r.MAX_CHARS + 3_000 * r.MAX_ROWS
+    assert len(lines) == 3 * (r.MAX_ROWS + 2) + 2 * (r.MAX_ROWS + 1) + 2  # tables, lists, the line and the block
     assert max(len(line) for line in lines) <= r.MAX_CHARS
+    # A cut says so, in both forms: the reader is never shown part of a list as the whole.
+    for what in ("rows", "items"):
+        cut = f"showing {r.MAX_ROWS} of {count} {what}"
+        assert cut in page and f"({cut})" in lines
 
 
 def test_html_and_text_carry_the_same_facts():

@@ -10,7 +10,8 @@ belongs to with ``only``; everything else is shown by both.
 
 Inline pieces of a line (:data:`Inline`): a plain ``str``, a :class:`Span` (a look: strong,
 good, bad, code, a scope name...), a :class:`Bar` (a share drawn as a bar in HTML, a percentage
-in text) and a :class:`Sep` (a separator that differs between the forms, `` · `` and ``, ``).
+in text), a :class:`Sep` (a separator that differs between the forms, `` · `` and ``, ``) and a
+:class:`Break` (a line break in an HTML cell).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ._text import Column, current_width, fit_table, shorten
 
 __all__ = [
     "Bar",
+    "Break",
     "Col",
     "Figure",
     "Items",
@@ -38,7 +40,7 @@ __all__ = [
     "text",
 ]
 
-MAX_ROWS = 500  # rows of one table, items of one list: a hostile dump may hold millions
+MAX_ROWS = 2000  # rows of one table, items of one list (a hostile dump may hold millions); a cut says so
 MAX_CHARS = 20_000  # characters of one string or preformatted block, kept from its end for a log
 
 GOOD = "color:#1b7f3b"
@@ -62,6 +64,7 @@ LOOKS = {
     "title": f"{STRONG};{_PATH}",
     "path": _PATH,
     "faded": FADED,
+    "faded-note": f"{NOTE};{FADED}",
     "partial": "background:#fdecea;border-left:4px solid #cf222e;padding:4px 8px;margin:4px 0",
     "tight": "margin:2px 0",
     "boxed-note": f"{NOTE};{_BOX}",  # a note that wraps inside the output area
@@ -105,12 +108,20 @@ class Sep:
     text: str = ", "
 
 
-Inline = Union[str, Span, Bar, Sep]  # noqa: UP007 (a runtime alias)
-Runs = Union[str, Span, Bar, Sep, Sequence[Inline]]  # noqa: UP007
+@dataclass(frozen=True)
+class Break:
+    """A line break inside a cell in HTML (``<br>``); ``text`` in text."""
+
+    text: str = "; "
+
+
+Inline = Union[str, Span, Bar, Sep, Break]  # noqa: UP007 (a runtime alias)
+Runs = Union[str, Span, Bar, Sep, Break, Sequence[Inline]]  # noqa: UP007
+_INLINE = (str, Span, Bar, Sep, Break)
 
 
 def _runs(value: Runs) -> tuple[Inline, ...]:
-    return (value,) if isinstance(value, (str, Span, Bar, Sep)) else tuple(value)
+    return (value,) if isinstance(value, _INLINE) else tuple(value)
 
 
 def _pct(share: float) -> str:
@@ -122,6 +133,8 @@ def _inline_html(run: Inline) -> str:
         return esc(_bounded(run))
     if isinstance(run, Sep):
         return esc(run.html)
+    if isinstance(run, Break):
+        return "<br>"
     if isinstance(run, Bar):
         width = max(0.0, min(1.0, run.share)) * 120
         return f'<span style="{_BAR};width:{width:.0f}px"></span> {esc(_pct(run.share))}'
@@ -143,7 +156,7 @@ def _inline_html(run: Inline) -> str:
 def _inline_text(run: Inline) -> str:
     if isinstance(run, str):
         return _bounded(run)
-    if isinstance(run, Sep):
+    if isinstance(run, (Sep, Break)):
         return run.text
     if isinstance(run, Bar):
         return _pct(run.share)
@@ -246,6 +259,7 @@ class Pre:
     summary: str = ""
     look: str = ""
     indent: int = 0
+    scroll: bool = False  # HTML: at most 20 lines high, scrolled
     only: str = ""
 
 
@@ -275,7 +289,21 @@ class Report:
 # --------------------------------------------------------------------------- HTML
 
 
+def _cut(count: int, what: str) -> str:
+    """What a table or a list cut at ``MAX_ROWS`` says under it."""
+    return f"showing {MAX_ROWS} of {count} {what}" if count > MAX_ROWS else ""
+
+
+def _html_cut(count: int, what: str) -> str:
+    cut = _cut(count, what)
+    return tag("div", esc(cut), style=NOTE) if cut else ""
+
+
 def _html_table(table: Table) -> str:
+    return _html_rows(table) + _html_cut(len(table.rows), "rows")
+
+
+def _html_rows(table: Table) -> str:
     columns = list(table.columns)
     rows = list(table.rows)[:MAX_ROWS]
     if table.look == "full":
@@ -317,16 +345,21 @@ def _html_section(section: Section) -> str:
         shown = "".join(tag("li", runs_html(item)) for item in items[:MAX_ROWS])
         more = tag("li", esc(section.more)) if section.more else ""
         head = _runs(section.head)
+        cut = _html_cut(len(items), "items")
         if head:
-            return tag("div", runs_html(head) + tag("ul", shown + more, style=LOOKS[section.look]))
-        return tag("ul", shown + more, style=LOOKS[section.look])
+            return tag("div", runs_html(head) + tag("ul", shown + more, style=LOOKS[section.look])) + cut
+        return tag("ul", shown + more, style=LOOKS[section.look]) + cut
     if isinstance(section, KeyValues):
-        return "".join(tag("div", esc(_bounded(key)) + esc(": ") + runs_html(value)) for key, value in section.pairs)
+        pairs = list(section.pairs)
+        lines = "".join(
+            tag("div", esc(_bounded(key)) + esc(": ") + runs_html(value)) for key, value in pairs[:MAX_ROWS]
+        )
+        return lines + _html_cut(len(pairs), "items")
     if isinstance(section, Table):
         return _html_table(section)
     if isinstance(section, Pre):
         body = section.body
-        pre = tag("pre", esc(body[-MAX_CHARS:]))
+        pre = tag("pre", esc(body[-MAX_CHARS:]), style="max-height:20em;overflow:auto" if section.scroll else "")
         if section.summary:
             return tag("details", tag("summary", esc(section.summary)) + pre, style=LOOKS[section.look])
         return pre
@@ -353,21 +386,24 @@ def _text_section(section: Section) -> list[str]:
         lines = [" " * section.indent + runs_text(head, section.indent)] if head else []
         indent = section.indent + (2 if head else 0)
         pad = " " * indent
-        lines += [
-            pad + section.prefix + runs_text(item, indent + len(section.prefix))
-            for item in list(section.items)[:MAX_ROWS]
-        ]
+        items = list(section.items)
+        lines += [pad + section.prefix + runs_text(item, indent + len(section.prefix)) for item in items[:MAX_ROWS]]
         if section.more:
             lines.append(pad + section.more)
-        return lines
+        cut = _cut(len(items), "items")
+        return lines + ([f"{pad}({cut})"] if cut else [])
     if isinstance(section, KeyValues):
         pad = " " * section.indent
-        return [f"{pad}{_bounded(key)}: {runs_text(value)}" for key, value in section.pairs]
+        pairs = list(section.pairs)
+        cut = _cut(len(pairs), "items")
+        lines = [f"{pad}{_bounded(key)}: {runs_text(value)}" for key, value in pairs[:MAX_ROWS]]
+        return lines + ([f"{pad}({cut})"] if cut else [])
     if isinstance(section, Table):
         kept = [i for i, column in enumerate(section.columns) if column.text is not None]
         columns = [section.columns[i].text for i in kept]
         rows = [[runs_text(row[i]) for i in kept] for row in list(section.rows)[:MAX_ROWS]]
-        return fit_table(columns, rows)
+        cut = _cut(len(section.rows), "rows")
+        return fit_table(columns, rows) + ([f"({cut})"] if cut else [])
     if isinstance(section, Pre):
         pad = " " * section.indent
         return [pad + line for line in section.body[-MAX_CHARS:].splitlines()]
