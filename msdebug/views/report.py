@@ -52,6 +52,7 @@ _COMPACT_CELL = f"{LEFT};padding:1px 8px;vertical-align:top;{BREAK_ANYWHERE}"
 _FULL_CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:normal"
 _FULL_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse;margin:2px 0"
 _BOX = "max-width:100%;overflow-wrap:anywhere"
+_SCROLL = "max-height:560px;overflow-y:auto;overflow-x:hidden"
 # The looks a line, a list or a span may have, as the inline styles of msdebug's HTML.
 LOOKS = {
     "": "",
@@ -68,6 +69,7 @@ LOOKS = {
     "partial": "background:#fdecea;border-left:4px solid #cf222e;padding:4px 8px;margin:4px 0",
     "tight": "margin:2px 0",
     "boxed-note": f"{NOTE};{_BOX}",  # a note that wraps inside the output area
+    "boxed-strong": f"{STRONG};{_BOX}",
     "warning": "color:#9a6700",
 }
 
@@ -85,7 +87,8 @@ class Span:
     """A piece of a line with a look: ``strong``, ``good``, ``bad`` (styles); ``code`` (``<code>``
     in HTML, in backticks in text); ``name`` (``<code>``, bare in text); ``scope`` (a scope name:
     ``<code>`` wrapping at its ``/``); ``scope-plain`` (wrapping at ``/``, no ``<code>``);
-    ``fit`` (a scope name in ``<code>`` that text shortens so that the line fits the width);
+    ``fit`` (a scope name in ``<code>`` that text shortens so that the line fits the width, to
+    no fewer than ``width`` characters, 32 by default);
     ``hover`` (text shortened to ``width``, the whole on hover)."""
 
     text: object
@@ -174,15 +177,15 @@ def runs_html(value: Runs) -> str:
 
 def runs_text(value: Runs, indent: int = 0) -> str:
     """The runs as one line; a ``fit`` span gives way (shortened in the middle) so that the line
-    fits :func:`current_width`, never below 32 characters."""
+    fits :func:`current_width` (``indent`` columns are taken already), never below its ``width``."""
     runs = _runs(value)
     fitted = [i for i, run in enumerate(runs) if isinstance(run, Span) and run.look == "fit"]
     parts = [_inline_text(run) for run in runs]
     if fitted:
         used = indent + sum(len(part) for i, part in enumerate(parts) if i not in fitted)
-        room = max(32, (current_width() - used) // len(fitted))
+        room = (current_width() - used) // len(fitted)
         for i in fitted:
-            parts[i] = shorten(parts[i], room)
+            parts[i] = shorten(parts[i], max(runs[i].width or 32, room))
     return "".join(parts)
 
 
@@ -235,6 +238,8 @@ class Col:
     head: str
     text: Column | None = None
     left: bool = False
+    width: int = 0  # percent of a full-width table
+    mono: bool = False  # a monospace column (a full-width table)
 
 
 @dataclass(frozen=True)
@@ -247,6 +252,7 @@ class Table:
     columns: Sequence[Col]
     rows: Sequence[Sequence[Runs]]
     look: str = ""
+    indent: int = 0  # text: the table moves right, and fits what is left of the width
     only: str = ""
 
 
@@ -271,6 +277,7 @@ class Figure:
     svg: str
     caption: str = ""
     text: Sequence[str] = ()
+    scroll: bool = False  # HTML: a tall drawing scrolls inside 560 pixels
     only: str = ""
 
 
@@ -308,10 +315,18 @@ def _html_rows(table: Table) -> str:
     rows = list(table.rows)[:MAX_ROWS]
     if table.look == "full":
         head = "".join(tag("th", esc(c.head), style=_FULL_CELL) for c in columns)
+        styles = [_FULL_CELL + (";font-family:monospace" if c.mono else "") for c in columns]
         body = "".join(
-            "<tr>" + "".join(tag("td", runs_html(cell), style=_FULL_CELL) for cell in row) + "</tr>" for row in rows
+            "<tr>"
+            + "".join(tag("td", runs_html(cell), style=st) for cell, st in zip(row, styles, strict=True))
+            + "</tr>"
+            for row in rows
         )
-        return f'<table style="{_FULL_TABLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        widths = (
+            "".join(f'<col style="width:{int(c.width)}%">' for c in columns) if any(c.width for c in columns) else ""
+        )
+        group = f"<colgroup>{widths}</colgroup>" if widths else ""
+        return f'<table style="{_FULL_TABLE}">{group}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     if table.look == "compact":
         styles = [_COMPACT_CELL] * len(columns)
         top = "".join(tag("th", esc(c.head), style=s) for c, s in zip(columns, styles, strict=True))
@@ -364,7 +379,8 @@ def _html_section(section: Section) -> str:
             return tag("details", tag("summary", esc(section.summary)) + pre, style=LOOKS[section.look])
         return pre
     if isinstance(section, Figure):
-        return section.svg + (tag("div", esc(section.caption), style=NOTE) if section.caption else "")
+        picture = tag("div", section.svg, style=_SCROLL) if section.scroll else section.svg
+        return picture + (tag("div", esc(section.caption), style=NOTE) if section.caption else "")
     raise TypeError(f"not a report section: {type(section).__name__}")
 
 
@@ -403,7 +419,9 @@ def _text_section(section: Section) -> list[str]:
         columns = [section.columns[i].text for i in kept]
         rows = [[runs_text(row[i]) for i in kept] for row in list(section.rows)[:MAX_ROWS]]
         cut = _cut(len(section.rows), "rows")
-        return fit_table(columns, rows) + ([f"({cut})"] if cut else [])
+        pad = " " * section.indent
+        lines = [pad + line for line in fit_table(columns, rows, current_width() - section.indent)]
+        return lines + ([f"{pad}({cut})"] if cut else [])
     if isinstance(section, Pre):
         pad = " " * section.indent
         return [pad + line for line in section.body[-MAX_CHARS:].splitlines()]
