@@ -35,9 +35,16 @@ def every_kind(value: str) -> r.Report:
                 [[value, r.Bar(0.5)], [r.Span(value, "scope-plain"), r.Bar(2.0)]],
             ),
             r.Table([r.Col(value)], [[value], [r.Span(value, "good")]], look="compact"),
+            r.Table(
+                [r.Col(value, width=30, mono=True), r.Col(value, width=70)],
+                [[(value, r.Break(), r.Span(value, "b")), r.Span(value, "hover", width=8)]],
+                look="full",
+                indent=2,
+            ),
             r.Pre(value + "\n" + value, summary=value, look="faded"),
             r.Pre(value),
             r.Figure("<svg></svg>", caption=value, text=[value]),
+            r.Figure("<svg></svg>", text=[value], scroll=True),
         ],
         cls=value,
         style=value,
@@ -52,6 +59,10 @@ def test_every_section_kind_escapes_hostile_strings_in_html():
     # The only raw HTML is the figure's picture, which views.svg drew.
     tags = set(re.findall(r"<(\w+)", out))
     assert tags <= {
+        "b",
+        "br",
+        "colgroup",
+        "col",
         "div",
         "span",
         "code",
