@@ -210,3 +210,16 @@ def test_models_name_their_views_directly():
     for cls in classes:
         html_view, text_view = cls._views.pair()
         assert html_view.__module__.startswith("msdebug.views.") and text_view.__module__ == html_view.__module__
+
+
+def test_text_never_draws_a_figure():
+    """A figure given as what draws it is drawn for HTML only: text (a terminal, a log) never pays for it."""
+    drawn = []
+
+    def draw() -> str:
+        drawn.append(1)
+        return "<svg>picture</svg>"
+
+    report = r.Report([r.Figure(draw, text=["the listing"], scroll=True)])
+    assert r.text(report) == "the listing" and drawn == []
+    assert "<svg>picture</svg>" in r.html(report) and drawn == [1]

@@ -196,8 +196,10 @@ def build_tensor(view) -> Report:
     from . import svg
 
     if view.counts:
-        picture = svg.histogram(list(view.counts), list(view.edges), title=f"finite values of {view.slot}")
-        drawn = Figure(picture, only="html")
+        drawn = Figure(
+            lambda: svg.histogram(list(view.counts), list(view.edges), title=f"finite values of {view.slot}"),
+            only="html",
+        )
     else:
         drawn = Line("no finite value to draw", look="note", only="html")
     return Report(

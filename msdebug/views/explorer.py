@@ -272,9 +272,6 @@ def build_stage_nodes(view) -> r.Report:
     changes = [
         (i, f"{labels[i]} {counts[i - 1]}→{counts[i]}") for i in range(1, len(counts)) if counts[i] != counts[i - 1]
     ]
-    chart = line_chart(
-        {"nodes": counts}, width=640, height=150, x_label="pipeline stage (first to last)", marks=changes[:8]
-    )
     width = max((len(label) for label in labels), default=0)
     peak = max(counts, default=0) or 1
     text = [f"nodes per pipeline stage ({_showing(len(view.stages), view.total, 'stages')})"]
@@ -284,7 +281,15 @@ def build_stage_nodes(view) -> r.Report:
     ]
     title = f"nodes per pipeline stage, {labels[0]} to {labels[-1]}" if labels else "nodes per pipeline stage"
     lines = "; ".join(text for _, text in changes[:8])
-    sections: list = [r.Line(title, look="note", only="html"), r.Figure(chart, text=text)]
+    sections: list = [
+        r.Line(title, look="note", only="html"),
+        r.Figure(
+            lambda: line_chart(
+                {"nodes": counts}, width=640, height=150, x_label="pipeline stage (first to last)", marks=changes[:8]
+            ),
+            text=text,
+        ),
+    ]
     if lines:
         sections.append(r.Line(f"changed at: {lines}", look="boxed-note", only="html"))
     if len(labels) < view.total:
@@ -540,14 +545,18 @@ def build_memory(view) -> r.Report:
         from .svg import bar_chart
 
         top = view.rows[:20]
-        picture = bar_chart(
-            [_short_kernel(x.name) for x in top],
-            [x.total / 1e3 for x in top],
-            width=560,
-            title=f"largest {len(top)} kernels",
-            unit="kB",
+        sections.append(
+            r.Figure(
+                lambda: bar_chart(
+                    [_short_kernel(x.name) for x in top],
+                    [x.total / 1e3 for x in top],
+                    width=560,
+                    title=f"largest {len(top)} kernels",
+                    unit="kB",
+                ),
+                only="html",
+            )
         )
-        sections.append(r.Figure(picture, only="html"))
     # Sizes with the number of addresses behind them in HTML; sizes alone in text, the kernel's
     # name shortened in the middle to fit the line.
     rows = [
@@ -671,21 +680,24 @@ def build_dot(view) -> r.Report:
     from .svg import GraphBox, graph_drawing
 
     clusters = dict(view.clusters)
-    boxes = []
-    order = {cluster: number for number, (cluster, _) in enumerate(view.clusters, 1)}
-    kinds = ("Primitive", "NameSpace", "Symbol")
-    for node_id, texts, cluster in view.nodes:
-        # MindSpore's labels say the kind first ("Primitive", "Return"): the name is what to read.
-        kind, name = (
-            (texts[0], texts[1]) if len(texts) > 1 and texts[0] in kinds else ("", texts[0] if texts else node_id)
-        )
-        scope = f"{clusters[cluster]} #{order[cluster]}" if cluster in clusters else ""
-        boxes.append(
-            GraphBox(
-                node_id, name, sub=kind, op=kind or name.split("(")[0], scope=scope, tip="\n".join(texts) or node_id
+
+    def draw() -> str:
+        boxes = []
+        order = {cluster: number for number, (cluster, _) in enumerate(view.clusters, 1)}
+        kinds = ("Primitive", "NameSpace", "Symbol")
+        for node_id, texts, cluster in view.nodes:
+            # MindSpore's labels say the kind first ("Primitive", "Return"): the name is what to read.
+            kind, name = (
+                (texts[0], texts[1]) if len(texts) > 1 and texts[0] in kinds else ("", texts[0] if texts else node_id)
             )
-        )
-    picture = graph_drawing(boxes, list(view.edges), max_nodes=_MAX_DRAWN)
+            scope = f"{clusters[cluster]} #{order[cluster]}" if cluster in clusters else ""
+            boxes.append(
+                GraphBox(
+                    node_id, name, sub=kind, op=kind or name.split("(")[0], scope=scope, tip="\n".join(texts) or node_id
+                )
+            )
+        return graph_drawing(boxes, list(view.edges), max_nodes=_MAX_DRAWN)
+
     listing = [_dot_head(view)]
     for node_id, texts, cluster in view.nodes[:200]:
         where = f"  [{clusters.get(cluster, '')}]" if clusters.get(cluster) else ""
@@ -703,7 +715,7 @@ def build_dot(view) -> r.Report:
         [
             r.Line(r.Span(_base(view.file), "hover", 80), look="boxed-strong", only="html"),
             r.Line(note, look="boxed-note", only="html"),
-            r.Figure(picture, text=listing, scroll=True),
+            r.Figure(draw, text=listing, scroll=True),
         ],
         cls="msdebug-dump",
         style=_BOX,

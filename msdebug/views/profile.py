@@ -105,8 +105,13 @@ def _steps_sections(report: Any) -> list:
             r.Pre("\n".join(text), only="text"),
         ]
     marks = ((0, "init"),) if note else ()
-    picture = line_chart(series, title="time per recorded step", x_label="step", y_label="ms", marks=marks)
-    return [r.Figure(picture, caption=note, text=text)]
+    return [
+        r.Figure(
+            lambda: line_chart(series, title="time per recorded step", x_label="step", y_label="ms", marks=marks),
+            caption=note,
+            text=text,
+        )
+    ]
 
 
 def _types_rows(report: Any, rank: int | None = None) -> tuple[list, int]:

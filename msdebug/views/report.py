@@ -16,7 +16,7 @@ in text), a :class:`Sep` (a separator that differs between the forms, `` · `` a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -272,9 +272,10 @@ class Pre:
 @dataclass(frozen=True)
 class Figure:
     """A picture drawn by :mod:`msdebug.views.svg` (already escaped there: the one raw HTML a
-    report carries), a caption under it in HTML, and the lines that stand for it in text."""
+    report carries), a caption under it in HTML, and the lines that stand for it in text. A
+    callable ``svg`` draws only when HTML is rendered: text never pays for a drawing."""
 
-    svg: str
+    svg: str | Callable[[], str]  # or what draws it: called only when HTML is rendered
     caption: str = ""
     text: Sequence[str] = ()
     scroll: bool = False  # HTML: a tall drawing scrolls inside 560 pixels
@@ -379,7 +380,8 @@ def _html_section(section: Section) -> str:
             return tag("details", tag("summary", esc(section.summary)) + pre, style=LOOKS[section.look])
         return pre
     if isinstance(section, Figure):
-        picture = tag("div", section.svg, style=_SCROLL) if section.scroll else section.svg
+        svg = section.svg() if callable(section.svg) else section.svg
+        picture = tag("div", svg, style=_SCROLL) if section.scroll else svg
         return picture + (tag("div", esc(section.caption), style=NOTE) if section.caption else "")
     raise TypeError(f"not a report section: {type(section).__name__}")
 
