@@ -275,7 +275,7 @@ HELPERS = {
     "backend": {"version", "process", "protos", "hooks"},  # hooks: PyNative op hooks, used by nan
     "recorders": {"envconfig"},  # MindSpore's env_config.json file, which RDR is read from
     "dumps": {"ir", "cells", "rendered"},  # the .ir format (rdr and graphs); notebook cell names; the models' mixin
-    "views": {"_html", "_text", "svg"},  # shared HTML/text pieces; SVG charts and drawings
+    "views": {"_html", "_text", "svg", "report"},  # shared HTML/text pieces; SVG charts; the report model
     "ipython": {"extension", "prefs", "hooks", "completion", "controls", "comm"},
     "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body
 }

@@ -170,10 +170,10 @@ def test_the_data_dump_and_rdr_text_tables_keep_the_tail_of_long_kernel_names():
 
     names = [LONG[:-1] + str(digit) for digit in range(4)]
     view = Row(nonfinite_only=False, where="rank 0", matched=4, total=4, rows=[
-        Row(index=i, name=name, op_type="MatMul", inputs_finite=True, outputs=[]) for i, name in enumerate(names)
+        Row(index=i, name=name, op_type="MatMul", inputs_finite=True, outputs=[], code="") for i, name in enumerate(names)
     ])  # fmt: skip
     memory = Row(file="memory.txt", totals=(1, 2, 3), total=4, rows=[
-        Row(name=name, inputs=10, workspaces=0, outputs=20, total=30) for name in names
+        Row(name=name, inputs=10, workspaces=0, outputs=20, total=30, count=(1, 0, 1)) for name in names
     ])  # fmt: skip
     for text, tail in ((text_exec(view), " (MatMul)"), (text_memory(memory), "")):
         lines = [line for line in text.splitlines() if "MatMul-op" in line]

@@ -8,10 +8,28 @@ shared with the first-NaN report (:mod:`msdebug.views.nan`).
 
 from __future__ import annotations
 
-from ._html import BREAK_ANYWHERE, FADED, LEFT, NOTE, esc, scope, tag
-from ._text import MIN_FIT, current_width, shorten
+from .report import (
+    Break,
+    Col,
+    Figure,
+    Items,
+    KeyValues,
+    Line,
+    Pre,
+    Report,
+    Span,
+    Table,
+    html,
+    runs_text,
+    text,
+)
 
 __all__ = [
+    "build_compare",
+    "build_dump_status",
+    "build_exec",
+    "build_summary",
+    "build_tensor",
     "html_compare",
     "html_dump_status",
     "html_exec",
@@ -26,9 +44,6 @@ __all__ = [
     "text_tensor",
 ]
 
-BAD = "color:#b00020;font-weight:700"
-GOOD = "color:#1b7f3b"
-_CELL = f"{LEFT};padding:1px 8px;vertical-align:top;{BREAK_ANYWHERE}"
 _MAX_NOTES = 20
 
 
@@ -44,35 +59,24 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    """``rows`` hold escaped HTML already."""
-    top = "".join(tag("th", esc(h), style=_CELL) for h in head)
-    body = "".join("<tr>" + "".join(tag("td", cell, style=_CELL) for cell in row) + "</tr>" for row in rows)
-    return f'<table style="border-collapse:collapse;font-size:90%"><tr>{top}</tr>{body}</table>'
-
-
-def _stat_cells(stats) -> list[str]:
+def _stat_runs(stats) -> list:
+    """A tensor's statistics as table cells of :mod:`msdebug.views.report`."""
     if stats is None:
-        return [tag("span", "unreadable", style=BAD)] + ["-"] * 6
-    finite = tag("span", "finite", style=GOOD) if stats.finite else tag("span", esc(stats.kinds), style=BAD)
-    first = esc(f"{stats.first_kind} at {stats.first_index}") if stats.first_index is not None else "-"
+        return [Span("unreadable", "bad")] + ["-"] * 6
+    finite = Span("finite", "good") if stats.finite else Span(stats.kinds, "bad")
+    first = f"{stats.first_kind} at {stats.first_index}" if stats.first_index is not None else "-"
     return [
         finite,
         first,
-        esc(_num(stats.min)),
-        esc(_num(stats.max)),
-        esc(_num(stats.mean)),
-        esc(f"{stats.shape} {stats.dtype}"),
-        esc(f"{stats.size}"),
+        _num(stats.min),
+        _num(stats.max),
+        _num(stats.mean),
+        f"{stats.shape} {stats.dtype}",
+        f"{stats.size}",
     ]
 
 
 _STAT_HEAD = ["values", "first non-finite", "min", "max", "mean", "shape / dtype", "elements"]
-
-
-def _fit(name: str, used: int) -> str:
-    """An op's name shortened in the middle to what is left of the line once ``used`` columns are taken."""
-    return shorten(name, max(MIN_FIT * 2, current_width() - used))
 
 
 def _stat_text(stats) -> str:
@@ -82,44 +86,46 @@ def _stat_text(stats) -> str:
 # --------------------------------------------------------------------------- the explorer
 
 
-def html_summary(summary) -> str:
+def build_summary(summary) -> Report:
+    """A data dump's summary: its ranks, nets, graphs and iterations."""
     meta = ", ".join(f"{k} {v}" for k, v in summary.metadata.items())
     meta = f"; {meta}" if meta else ""
-    head = tag("div", tag("b", esc("Data dump")) + esc(f" {summary.root}: ranks {list(summary.ranks)}{meta}"))
     rows = [
-        [esc(r.rank), esc(r.net), esc(r.graph_id), esc(r.iteration), esc(r.ops), esc(r.tensors), esc(_size(r.size)),
-         tag("span", esc(r.bad_names), style=BAD) if r.bad_names else "0"]
-        for r in summary.rows
+        (str(x.rank), str(x.net), str(x.graph_id), str(x.iteration), str(x.ops), str(x.tensors), _size(x.size),
+         Span(x.bad_names, "bad") if x.bad_names else "0")
+        for x in summary.rows
     ]  # fmt: skip
-    table = _table(["rank", "net", "graph", "iteration", "ops", "tensors", "size", "odd names"], rows)
-    more = (
-        f"showing {len(summary.rows)} of {summary.total_rows} iterations; "
-        if summary.total_rows > len(summary.rows)
-        else ""
+    heads = ["rank", "net", "graph", "iteration", "ops", "tensors", "size", "odd names"]
+    lines = [
+        f"rank {x.rank} {x.net} graph {x.graph_id} iteration {x.iteration}: {x.ops} ops, {x.tensors} tensors, "
+        f"{_size(x.size)}" + (f", {x.bad_names} odd file names" if x.bad_names else "")
+        for x in summary.rows
+    ]
+    shown = f"showing {len(summary.rows)} of {summary.total_rows} iterations"
+    more = summary.total_rows > len(summary.rows)
+    totals = f"{summary.tensors} tensors, {_size(summary.size)}"
+    return Report(
+        [
+            Line((Span("Data dump", "b"), f" {summary.root}: ranks {list(summary.ranks)}{meta}")),
+            Table([Col(h) for h in heads], rows, look="compact", only="html"),
+            Items(lines, indent=2, only="text"),
+            Line(
+                ((shown + "; ") if more else "") + totals + ". .exec_order(), .tensor(op), .compare(op), .nan()",
+                look="note",
+                only="html",
+            ),
+            *((Line(shown, look="aside", indent=2, only="text"),) if more else ()),
+            Line(totals, only="text"),
+        ]
     )
-    foot = tag(
-        "div",
-        esc(f"{more}{summary.tensors} tensors, {_size(summary.size)}. ")
-        + esc(".exec_order(), .tensor(op), .compare(op), .nan()"),
-        style=NOTE,
-    )
-    return tag("div", head + table + foot)
+
+
+def html_summary(summary) -> str:
+    return html(build_summary(summary))
 
 
 def text_summary(summary) -> str:
-    meta = ", ".join(f"{k} {v}" for k, v in summary.metadata.items())
-    meta = f"; {meta}" if meta else ""
-    lines = [f"Data dump {summary.root}: ranks {list(summary.ranks)}{meta}"]
-    for r in summary.rows:
-        odd = f", {r.bad_names} odd file names" if r.bad_names else ""
-        lines.append(
-            f"  rank {r.rank} {r.net} graph {r.graph_id} iteration {r.iteration}: {r.ops} ops, "
-            f"{r.tensors} tensors, {_size(r.size)}{odd}"
-        )
-    if summary.total_rows > len(summary.rows):
-        lines.append(f"  (showing {len(summary.rows)} of {summary.total_rows} iterations)")
-    lines.append(f"{summary.tensors} tensors, {_size(summary.size)}")
-    return "\n".join(lines)
+    return text(build_summary(summary))
 
 
 def html_explorer(explorer) -> str:
@@ -130,100 +136,117 @@ def text_explorer(explorer) -> str:
     return text_summary(explorer.summary())
 
 
-def _outputs(row) -> tuple[str, str]:
-    """HTML and text of an op row's output statistics."""
+def _outputs(row) -> list:
+    """An op row's output statistics, one a line in HTML, ``; `` between them in text."""
     if not row.outputs:
-        return esc("(no output dumped)"), "(no output dumped)"
-    html, text = [], []
+        return ["(no output dumped)"]
+    runs: list = []
     for stats in row.outputs:
+        if runs:
+            runs.append(Break())
         if stats is None:
-            html.append(tag("span", "unreadable", style=BAD))
-            text.append("unreadable")
+            runs.append(Span("unreadable", "bad"))
         elif stats.finite:
-            line = f"{stats.shape} min {_num(stats.min)} max {_num(stats.max)} mean {_num(stats.mean)}"
-            html.append(esc(line))
-            text.append(line)
+            runs.append(f"{stats.shape} min {_num(stats.min)} max {_num(stats.max)} mean {_num(stats.mean)}")
         else:
             finite = (
                 f"finite min {_num(stats.min)} max {_num(stats.max)}" if stats.min is not None else "no finite value"
             )
-            line = f"{stats.shape} {stats.kinds}; {finite}"
-            html.append(tag("span", esc(line), style=BAD))
-            text.append(line)
-    return "<br>".join(html), "; ".join(text)
+            runs.append(Span(f"{stats.shape} {stats.kinds}; {finite}", "bad"))
+    return runs
+
+
+_INPUTS = {None: "?", True: Span("finite", "good"), False: Span("not finite", "bad")}
+
+
+def build_exec(view) -> Report:
+    """The execution order: one op a row, its inputs' and outputs' statistics."""
+    rows, lines = [], []
+    for row in view.rows:
+        outputs = _outputs(row)
+        code = Span(row.code.splitlines()[0], "name") if row.code else ""
+        rows.append(
+            (str(row.index), Span(row.name, "scope"), str(row.op_type), _INPUTS[row.inputs_finite], outputs, code)
+        )
+        inputs = {None: "?", True: "finite", False: "NOT FINITE"}[row.inputs_finite]
+        rest = f" ({row.op_type}) inputs {inputs}; outputs {runs_text(outputs)}"
+        lines.append((f"{row.index:>4} ", Span(row.name, "fit"), rest))
+    what = "ops with a non-finite value" if view.nonfinite_only else "ops"
+    heads = ["#", "op", "type", "inputs", "outputs", "code"]
+    sections = [
+        Line((Span("Execution order", "b"), f" ({view.where}): {view.matched} {what} of {view.total}")),
+        Table([Col(h) for h in heads], rows, look="compact", only="html"),
+        Items(lines, indent=2, only="text"),
+    ]
+    if view.matched > len(view.rows):
+        sections.append(Line(f"showing {len(view.rows)} of {view.matched}", look="aside", indent=2))
+    return Report(sections)
 
 
 def html_exec(view) -> str:
-    rows = []
-    for row in view.rows:
-        out_html, _ = _outputs(row)
-        inputs = {None: "?", True: tag("span", "finite", style=GOOD), False: tag("span", "not finite", style=BAD)}
-        code = tag("code", esc(row.code.splitlines()[0])) if row.code else ""
-        rows.append(
-            [esc(row.index), tag("code", scope(row.name)), esc(row.op_type), inputs[row.inputs_finite],
-             out_html, code]
-        )  # fmt: skip
-    what = "ops with a non-finite value" if view.nonfinite_only else "ops"
-    head = tag("div", tag("b", esc("Execution order")) + esc(f" ({view.where}): {view.matched} {what} of {view.total}"))
-    more = (
-        tag("div", esc(f"showing {len(view.rows)} of {view.matched}"), style=NOTE)
-        if view.matched > len(view.rows)
-        else ""
-    )
-    return tag("div", head + _table(["#", "op", "type", "inputs", "outputs", "code"], rows) + more)
+    return html(build_exec(view))
 
 
 def text_exec(view) -> str:
-    what = "ops with a non-finite value" if view.nonfinite_only else "ops"
-    lines = [f"Execution order ({view.where}): {view.matched} {what} of {view.total}"]
-    for row in view.rows:
-        _, out = _outputs(row)
-        inputs = {None: "?", True: "finite", False: "NOT FINITE"}[row.inputs_finite]
-        rest = f" ({row.op_type}) inputs {inputs}; outputs {out}"
-        lines.append(f"  {row.index:>4} {_fit(row.name, 7 + len(rest))}{rest}")
-    if view.matched > len(view.rows):
-        lines.append(f"  (showing {len(view.rows)} of {view.matched})")
-    return "\n".join(lines)
+    return text(build_exec(view))
+
+
+def build_tensor(view) -> Report:
+    """One tensor: its statistics, a histogram of its finite values, the values themselves."""
+    from . import svg
+
+    if view.counts:
+        drawn = Figure(
+            lambda: svg.histogram(list(view.counts), list(view.edges), title=f"finite values of {view.slot}"),
+            only="html",
+        )
+    else:
+        drawn = Line("no finite value to draw", look="note", only="html")
+    return Report(
+        [
+            Line((Span(f"{view.op} {view.slot}", "b"), f" ({view.where})")),
+            Table([Col(h) for h in ("tensor", *_STAT_HEAD)], [(view.slot, *_stat_runs(view.stats))], look="compact",
+                  only="html"),
+            Line(view.stats.summary(), indent=2, only="text"),
+            drawn,
+            Pre(view.values, summary="values", scroll=True),
+            Line(view.path, look="faded-note", only="html"),
+        ]
+    )  # fmt: skip
 
 
 def html_tensor(view) -> str:
-    from . import svg
-
-    head = tag("div", tag("b", esc(f"{view.op} {view.slot}")) + esc(f" ({view.where})"))
-    stats = _table(["tensor", *_STAT_HEAD], [[esc(view.slot), *_stat_cells(view.stats)]])
-    picture = (
-        svg.histogram(list(view.counts), list(view.edges), title=f"finite values of {view.slot}")
-        if view.counts
-        else tag("div", esc("no finite value to draw"), style=NOTE)
-    )
-    values = tag(
-        "details", tag("summary", esc("values")) + tag("pre", esc(view.values), style="max-height:20em;overflow:auto")
-    )
-    foot = tag("div", esc(view.path), style=NOTE + ";" + FADED)
-    return tag("div", head + stats + picture + values + foot)
+    return html(build_tensor(view))
 
 
 def text_tensor(view) -> str:
-    return "\n".join([f"{view.op} {view.slot} ({view.where})", f"  {view.stats.summary()}", view.values])
+    return text(build_tensor(view))
+
+
+def build_compare(view) -> Report:
+    """One tensor across ranks or iterations, each against the first."""
+    rows = [(x.label, _num(x.max_abs), _num(x.max_rel), *_stat_runs(x.stats)[:5], x.note) for x in view.rows]
+    heads = [view.across[:-1], "max |diff|", "max rel diff", *_STAT_HEAD[:5], ""]
+    lines = [
+        f"{x.label}: max |diff| {_num(x.max_abs)}, max rel diff {_num(x.max_rel)}; {_stat_text(x.stats)}"
+        + (f" ({x.note})" if x.note else "")
+        for x in view.rows
+    ]
+    return Report(
+        [
+            Line((Span(f"{view.op} {view.slot}", "b"), f" across {view.across}, against the first")),
+            Table([Col(h) for h in heads], rows, look="compact", only="html"),
+            Items(lines, indent=2, only="text"),
+        ]
+    )
 
 
 def html_compare(view) -> str:
-    rows = [
-        [esc(r.label), esc(_num(r.max_abs)), esc(_num(r.max_rel)), *_stat_cells(r.stats)[:5], esc(r.note)]
-        for r in view.rows
-    ]
-    head = tag("div", tag("b", esc(f"{view.op} {view.slot}")) + esc(f" across {view.across}, against the first"))
-    return tag("div", head + _table([view.across[:-1], "max |diff|", "max rel diff", *_STAT_HEAD[:5], ""], rows))
+    return html(build_compare(view))
 
 
 def text_compare(view) -> str:
-    lines = [f"{view.op} {view.slot} across {view.across}, against the first"]
-    for r in view.rows:
-        note = f" ({r.note})" if r.note else ""
-        lines.append(
-            f"  {r.label}: max |diff| {_num(r.max_abs)}, max rel diff {_num(r.max_rel)}; {_stat_text(r.stats)}{note}"
-        )
-    return "\n".join(lines)
+    return text(build_compare(view))
 
 
 # --------------------------------------------------------------------------- %msdump
@@ -245,12 +268,22 @@ def _dump_lines(status) -> list[tuple[str, str]]:
     return rows
 
 
+def build_dump_status(status) -> Report:
+    """``%msdump``'s status's sections."""
+    pairs = _dump_lines(status)
+    return Report(
+        [
+            Line(Span("Data dump", "b")),
+            Table([Col(""), Col("")], [(Span(k, "b"), v) for k, v in pairs], look="compact", only="html"),
+            KeyValues(pairs, indent=2, only="text"),
+            *(Line(note, look="note") for note in status.notes[:_MAX_NOTES]),
+        ]
+    )
+
+
 def html_dump_status(status) -> str:
-    rows = [[tag("b", esc(k)), esc(v)] for k, v in _dump_lines(status)]
-    notes = "".join(tag("div", esc(n), style=NOTE) for n in status.notes[:_MAX_NOTES])
-    return tag("div", tag("div", tag("b", esc("Data dump"))) + _table(["", ""], rows) + notes)
+    return html(build_dump_status(status))
 
 
 def text_dump_status(status) -> str:
-    lines = ["Data dump"] + [f"  {k}: {v}" for k, v in _dump_lines(status)]
-    return "\n".join(lines + list(status.notes[:_MAX_NOTES]))
+    return text(build_dump_status(status))

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import re
 
+from . import report as r
 from ._html import FADED, NOTE, STRONG, esc, hover, tag
-from ._text import MIN_FIT, Column, current_width, fit_table, shorten
+from ._text import MIN_FIT, Column, current_width, shorten
 
 _LINE = re.compile(r"[0-9]{1,18}")
 
 __all__ = [
+    "build_dot",
+    "build_memory",
+    "build_pb",
+    "build_stage_nodes",
     "graph_picture",
     "html_diff",
     "html_dot",
@@ -257,17 +262,9 @@ def _stage_label(label: str) -> str:
     return label.split(".", 1)[1] if label.startswith("PIPELINE.") else label
 
 
-def text_stage_nodes(view) -> str:
-    lines = [f"nodes per pipeline stage ({_showing(len(view.stages), view.total, 'stages')})"]
-    width = max((len(_stage_label(n)) for n, _ in view.stages), default=0)
-    peak = max((c for _, c in view.stages), default=0) or 1
-    for name, count in view.stages:
-        lines.append(f"  {_stage_label(name):<{width}}  {count:>6}  {'#' * max(1, round(30 * count / peak))}")
-    return "\n".join(lines)
-
-
-def html_stage_nodes(view) -> str:
-    """A small line chart of nodes per stage, each stage that changed the count marked."""
+def build_stage_nodes(view) -> r.Report:
+    """Nodes per pipeline stage: a small line chart in HTML, each stage that changed the count
+    marked; a bar of ``#`` per stage in text."""
     from .svg import line_chart
 
     labels = [_stage_label(n) for n, _ in view.stages]
@@ -275,18 +272,37 @@ def html_stage_nodes(view) -> str:
     changes = [
         (i, f"{labels[i]} {counts[i - 1]}→{counts[i]}") for i in range(1, len(counts)) if counts[i] != counts[i - 1]
     ]
-    chart = line_chart(
-        {"nodes": counts}, width=640, height=150, x_label="pipeline stage (first to last)", marks=changes[:8]
-    )
+    width = max((len(label) for label in labels), default=0)
+    peak = max(counts, default=0) or 1
+    text = [f"nodes per pipeline stage ({_showing(len(view.stages), view.total, 'stages')})"]
+    text += [
+        f"  {label:<{width}}  {count:>6}  {'#' * max(1, round(30 * count / peak))}"
+        for label, count in zip(labels, counts, strict=True)
+    ]
     title = f"nodes per pipeline stage, {labels[0]} to {labels[-1]}" if labels else "nodes per pipeline stage"
     lines = "; ".join(text for _, text in changes[:8])
-    more = _note(_showing(len(labels), view.total, "stages")) if len(labels) < view.total else ""
-    return tag(
-        "div",
-        tag("div", esc(title), style=NOTE) + chart + (_note(f"changed at: {lines}") if lines else "") + more,
-        cls="msdebug-stages",
-        style=_BOX,
-    )
+    sections: list = [
+        r.Line(title, look="note", only="html"),
+        r.Figure(
+            lambda: line_chart(
+                {"nodes": counts}, width=640, height=150, x_label="pipeline stage (first to last)", marks=changes[:8]
+            ),
+            text=text,
+        ),
+    ]
+    if lines:
+        sections.append(r.Line(f"changed at: {lines}", look="boxed-note", only="html"))
+    if len(labels) < view.total:
+        sections.append(r.Line(_showing(len(labels), view.total, "stages"), look="boxed-note", only="html"))
+    return r.Report(sections, cls="msdebug-stages", style=_BOX)
+
+
+def text_stage_nodes(view) -> str:
+    return r.text(build_stage_nodes(view))
+
+
+def html_stage_nodes(view) -> str:
+    return r.html(build_stage_nodes(view))
 
 
 # --------------------------------------------------------------------------- graph
@@ -510,58 +526,68 @@ def _memory_head(view) -> str:
     )
 
 
-def text_memory(view) -> str:
-    lines = [_memory_head(view), _showing(len(view.rows), view.total, "kernels") + ", largest first"]
-    rows = [
-        (row.name, size_text(row.inputs), size_text(row.workspaces), size_text(row.outputs), size_text(row.total))
-        for row in view.rows
-    ]
-    lines += ["  " + line for line in fit_table(_MEMORY_COLUMNS, rows, current_width() - 2)]
-    return "\n".join(lines)
-
-
-def html_memory(view) -> str:
-    rows = [
-        [
-            middle(row.name, 48),
-            esc(f"{size_text(row.inputs)} ({row.count[0]})"),
-            esc(f"{size_text(row.workspaces)} ({row.count[1]})"),
-            esc(f"{size_text(row.outputs)} ({row.count[2]})"),
-            tag("b", esc(size_text(row.total))),
-        ]
-        for row in view.rows
-    ]
+def build_memory(view) -> r.Report:
+    """Memory per kernel, largest first: a bar chart of the largest and a table."""
     inputs, workspaces, outputs = view.totals
-    head = tag("div", esc("memory per kernel"), style=STRONG) + tag(
-        "div",
-        middle(_base(view.file), 60)
-        + esc(
-            f": inputs {size_text(inputs)}, workspaces {size_text(workspaces)}, "
-            f"outputs {size_text(outputs)}, total {size_text(sum(view.totals))}"
-        ),
-        style=NOTE + ";" + _BOX,
+    totals = (
+        f"inputs {size_text(inputs)}, workspaces {size_text(workspaces)}, "
+        f"outputs {size_text(outputs)}, total {size_text(sum(view.totals))}"
     )
-    picture = ""
+    showing = _showing(len(view.rows), view.total, "kernels") + ", largest first"
+    sections: list = [
+        r.Line("memory per kernel", look="strong", only="html"),
+        r.Line((r.Span(_base(view.file), "hover", 60), f": {totals}"), look="boxed-note", only="html"),
+        r.Line(f"memory per kernel ({view.file}): {totals}", only="text"),
+        r.Line(showing + "; (n) = number of addresses", look="boxed-note", only="html"),
+        r.Line(showing, only="text"),
+    ]
     if len(view.rows) > 4:  # a handful of rows read fine as a table; dozens want bars
         from .svg import bar_chart
 
         top = view.rows[:20]
-        picture = bar_chart(
-            [_short_kernel(r.name) for r in top],
-            [r.total / 1e3 for r in top],
-            width=560,
-            title=f"largest {len(top)} kernels",
-            unit="kB",
+        sections.append(
+            r.Figure(
+                lambda: bar_chart(
+                    [_short_kernel(x.name) for x in top],
+                    [x.total / 1e3 for x in top],
+                    width=560,
+                    title=f"largest {len(top)} kernels",
+                    unit="kB",
+                ),
+                only="html",
+            )
         )
-    return tag(
-        "div",
-        head
-        + _note(_showing(len(view.rows), view.total, "kernels") + ", largest first; (n) = number of addresses")
-        + picture
-        + _table(["kernel", "inputs", "workspaces", "outputs", "total"], rows, [36, 16, 16, 16, 16], {0}),
-        cls="msdebug-dump",
-        style=_BOX,
-    )
+    # Sizes with the number of addresses behind them in HTML; sizes alone in text, the kernel's
+    # name shortened in the middle to fit the line.
+    rows = [
+        (
+            r.Span(x.name, "hover", 48),
+            f"{size_text(x.inputs)} ({x.count[0]})",
+            f"{size_text(x.workspaces)} ({x.count[1]})",
+            f"{size_text(x.outputs)} ({x.count[2]})",
+            r.Span(size_text(x.total), "b"),
+        )
+        for x in view.rows
+    ]
+    columns = [
+        r.Col("kernel", width=36, mono=True),
+        *(r.Col(h, width=16) for h in ("inputs", "workspaces", "outputs", "total")),
+    ]
+    sections.append(r.Table(columns, rows, look="full", only="html"))
+    rows = [
+        (x.name, size_text(x.inputs), size_text(x.workspaces), size_text(x.outputs), size_text(x.total))
+        for x in view.rows
+    ]
+    sections.append(r.Table([r.Col(c.header, c) for c in _MEMORY_COLUMNS], rows, indent=2, only="text"))
+    return r.Report(sections, cls="msdebug-dump", style=_BOX)
+
+
+def text_memory(view) -> str:
+    return r.text(build_memory(view))
+
+
+def html_memory(view) -> str:
+    return r.html(build_memory(view))
 
 
 def _short_kernel(name: str) -> str:
@@ -649,75 +675,89 @@ def _dot_head(view) -> str:
     return f"{view.file}: Graphviz file, {len(view.nodes)} nodes, {len(view.edges)} edges, {size_text(view.size)}"
 
 
-def text_dot(view) -> str:
-    lines = [_dot_head(view)]
-    clusters = dict(view.clusters)
-    for node_id, texts, cluster in view.nodes[:200]:
-        where = f"  [{clusters.get(cluster, '')}]" if clusters.get(cluster) else ""
-        lines.append(f"  {' · '.join(texts) or node_id}{where}")
-    if len(view.nodes) > 200:
-        lines.append(f"  showing 200 of {len(view.nodes)} nodes")
-    if view.truncated:
-        lines.append("  (only the first 8 MiB were read)")
-    return "\n".join(lines)
-
-
-def html_dot(view) -> str:
+def build_dot(view) -> r.Report:
+    """A Graphviz file: drawn by msdebug in HTML, its nodes listed in text."""
     from .svg import GraphBox, graph_drawing
 
     clusters = dict(view.clusters)
-    boxes = []
-    order = {cluster: number for number, (cluster, _) in enumerate(view.clusters, 1)}
-    kinds = ("Primitive", "NameSpace", "Symbol")
-    for node_id, texts, cluster in view.nodes:
-        # MindSpore's labels say the kind first ("Primitive", "Return"): the name is what to read.
-        kind, name = (
-            (texts[0], texts[1]) if len(texts) > 1 and texts[0] in kinds else ("", texts[0] if texts else node_id)
-        )
-        scope = f"{clusters[cluster]} #{order[cluster]}" if cluster in clusters else ""
-        boxes.append(
-            GraphBox(
-                node_id, name, sub=kind, op=kind or name.split("(")[0], scope=scope, tip="\n".join(texts) or node_id
+
+    def draw() -> str:
+        boxes = []
+        order = {cluster: number for number, (cluster, _) in enumerate(view.clusters, 1)}
+        kinds = ("Primitive", "NameSpace", "Symbol")
+        for node_id, texts, cluster in view.nodes:
+            # MindSpore's labels say the kind first ("Primitive", "Return"): the name is what to read.
+            kind, name = (
+                (texts[0], texts[1]) if len(texts) > 1 and texts[0] in kinds else ("", texts[0] if texts else node_id)
             )
-        )
-    picture = graph_drawing(boxes, list(view.edges), max_nodes=_MAX_DRAWN)
-    return tag(
-        "div",
-        tag("div", middle(_base(view.file), 80), style=STRONG + ";" + _BOX)
-        + _note(
-            f"Graphviz file (save_graphs level 3): {len(view.nodes)} nodes, {len(view.edges)} edges, "
-            f"{size_text(view.size)}; drawn by msdebug, no Graphviz needed"
-            + ("; only the first 8 MiB were read" if view.truncated else "")
-        )
-        + tag("div", picture, style="max-height:560px;overflow-y:auto;overflow-x:hidden"),
+            scope = f"{clusters[cluster]} #{order[cluster]}" if cluster in clusters else ""
+            boxes.append(
+                GraphBox(
+                    node_id, name, sub=kind, op=kind or name.split("(")[0], scope=scope, tip="\n".join(texts) or node_id
+                )
+            )
+        return graph_drawing(boxes, list(view.edges), max_nodes=_MAX_DRAWN)
+
+    listing = [_dot_head(view)]
+    for node_id, texts, cluster in view.nodes[:200]:
+        where = f"  [{clusters.get(cluster, '')}]" if clusters.get(cluster) else ""
+        listing.append(f"  {' · '.join(texts) or node_id}{where}")
+    if len(view.nodes) > 200:
+        listing.append(f"  showing 200 of {len(view.nodes)} nodes")
+    if view.truncated:
+        listing.append("  (only the first 8 MiB were read)")
+    note = (
+        f"Graphviz file (save_graphs level 3): {len(view.nodes)} nodes, {len(view.edges)} edges, "
+        f"{size_text(view.size)}; drawn by msdebug, no Graphviz needed"
+        + ("; only the first 8 MiB were read" if view.truncated else "")
+    )
+    return r.Report(
+        [
+            r.Line(r.Span(_base(view.file), "hover", 80), look="boxed-strong", only="html"),
+            r.Line(note, look="boxed-note", only="html"),
+            r.Figure(draw, text=listing, scroll=True),
+        ],
         cls="msdebug-dump",
         style=_BOX,
     )
 
 
+def text_dot(view) -> str:
+    return r.text(build_dot(view))
+
+
+def html_dot(view) -> str:
+    return r.html(build_dot(view))
+
+
 # --------------------------------------------------------------------------- pb
 
 
-def text_pb(pb) -> str:
+def build_pb(pb) -> r.Report:
+    """A .pb graph: its nodes, op and full name."""
     if not pb.available:
-        return f"{pb.file}: reading .pb files needs MindSpore (its anf_ir_pb2 module) in this environment"
-    lines = [f"{pb.file}: graph {pb.graph}, {len(pb.nodes)} nodes"]
-    lines.append("ops: " + ", ".join(f"{op}×{n}" for op, n in pb.op_counts[:_MAX_OPS]))
-    for name, op, full in pb.nodes[:200]:
-        lines.append(f"  {op:<24} " + _fit(full or name, max(24, len(op)) + 3))
+        return r.Report(
+            [r.Line(f"{pb.file}: reading .pb files needs MindSpore (its anf_ir_pb2 module) in this environment",
+                    look="boxed-note")]
+        )  # fmt: skip
+    shown = pb.nodes[:200]
+    sections: list = [
+        r.Line(f"{pb.file}: graph {pb.graph}, {len(pb.nodes)} nodes", look="strong"),
+        r.Line(_showing(len(shown), len(pb.nodes), "nodes"), look="boxed-note", only="html"),
+        r.Line("ops: " + ", ".join(f"{op}×{n}" for op, n in pb.op_counts[:_MAX_OPS]), only="text"),
+        r.Table([r.Col("op"), r.Col("full name")], [(r.Span(op, "b"), full or name) for name, op, full in shown],
+                look="full", only="html"),
+        r.Items([(f"{op:<24} ", r.Span(full or name, "fit", MIN_FIT)) for name, op, full in shown], indent=2,
+                only="text"),
+    ]  # fmt: skip
     if len(pb.nodes) > 200:
-        lines.append(f"showing 200 of {len(pb.nodes)} nodes")
-    return "\n".join(lines)
+        sections.append(r.Line(f"showing 200 of {len(pb.nodes)} nodes", only="text"))
+    return r.Report(sections, cls="msdebug-dump")
+
+
+def text_pb(pb) -> str:
+    return r.text(build_pb(pb))
 
 
 def html_pb(pb) -> str:
-    if not pb.available:
-        return _note(text_pb(pb))
-    rows = [[tag("b", esc(op)), esc(full or name)] for name, op, full in pb.nodes[:200]]
-    return tag(
-        "div",
-        tag("div", esc(f"{pb.file}: graph {pb.graph}, {len(pb.nodes)} nodes"), style=STRONG)
-        + _note(_showing(len(rows), len(pb.nodes), "nodes"))
-        + _table(["op", "full name"], rows),
-        cls="msdebug-dump",
-    )
+    return r.html(build_pb(pb))

@@ -1,11 +1,11 @@
-"""``%msgraphs``'s status (save_graphs' level and directory, the IR files there) -> HTML and text."""
+"""``%msgraphs``'s status (save_graphs' level and directory, the IR files there): one
+:class:`~msdebug.views.report.Report`, rendered as HTML and as text."""
 
 from __future__ import annotations
 
-from ._html import NOTE, STRONG, esc, tag
-from .explorer import _note, _table
+from . import report as r
 
-__all__ = ["html_save_graphs", "text_save_graphs"]
+__all__ = ["build", "html_save_graphs", "text_save_graphs"]
 
 
 # --------------------------------------------------------------------------- save_graphs
@@ -16,21 +16,28 @@ def _save_graphs_head(status) -> str:
     return f"save_graphs: {state}, into {status.path} (set through the {status.via})"
 
 
-def text_save_graphs(status) -> str:
-    lines = [_save_graphs_head(status), f"  {status.files} IR files there so far"]
-    lines += [f"    {count:>5}  {family}" for family, count in status.families]
+def build(status) -> r.Report:
+    """``%msgraphs``'s status's sections."""
+    sections: list = [
+        r.Line(_save_graphs_head(status), look="strong"),
+        r.Line(f"{status.files} IR files there so far", look="boxed-note", indent=2),
+    ]
+    families = [(family, str(count)) for family, count in status.families]
+    # The IR files by family: a table in HTML, aligned lines in text.
+    sections.append(r.Items([f"{count:>5}  {family}" for family, count in families], indent=4, only="text"))
+    opener = f"msdebug.open_dump({status.path!r})"
+    if families:
+        sections.append(r.Table([r.Col("family"), r.Col("files")], families, look="full", only="html"))
+        sections.append(r.Line(r.Span(opener, "name"), look="note", only="html"))
     if status.files:
-        lines.append(f"  read them with msdebug.open_dump({status.path!r})")
-    lines += [f"note: {note}" for note in status.notes]
-    return "\n".join(lines)
+        sections.append(r.Line(f"read them with {opener}", indent=2, only="text"))
+    sections += [r.Line(f"note: {note}", look="warning") for note in status.notes]
+    return r.Report(sections, cls="msdebug-dump")
 
 
 def html_save_graphs(status) -> str:
-    rows = [[esc(family), esc(count)] for family, count in status.families]
-    parts = [tag("div", esc(_save_graphs_head(status)), style=STRONG), _note(f"{status.files} IR files there so far")]
-    if rows:
-        parts.append(_table(["family", "files"], rows))
-        parts.append(tag("div", tag("code", esc(f"msdebug.open_dump({status.path!r})")), style=NOTE))
-    for note in status.notes:
-        parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
-    return tag("div", "".join(parts), cls="msdebug-dump")
+    return r.html(build(status))
+
+
+def text_save_graphs(status) -> str:
+    return r.text(build(status))

@@ -1,11 +1,11 @@
-"""``%msrdr``'s status (what the Running Data Recorder will do, what it exported) -> HTML and text."""
+"""``%msrdr``'s status (what the Running Data Recorder will do, what it exported): one
+:class:`~msdebug.views.report.Report`, rendered as HTML and as text."""
 
 from __future__ import annotations
 
-from ._html import STRONG, esc, tag
-from .explorer import _note, _table
+from . import report as r
 
-__all__ = ["html_rdr_status", "text_rdr_status"]
+__all__ = ["build", "html_rdr_status", "text_rdr_status"]
 
 
 # --------------------------------------------------------------------------- RDR status
@@ -31,34 +31,31 @@ def _rdr_lines(status) -> list[str]:
     return lines
 
 
-def text_rdr_status(status) -> str:
+def build(status) -> r.Report:
+    """The RDR status's sections."""
     lines = _rdr_lines(status)
-    for path in status.exported[:10]:
-        lines.append(f"    {path}")
-    if len(status.exported) > 10:
-        lines.append(f"    showing 10 of {len(status.exported)} files")
-    lines += [f"note: {note}" for note in status.notes]
-    return "\n".join(lines)
+    sections: list = [r.Line(lines[0], look="strong")]
+    # The settings: a table in HTML, aligned lines in text.
+    rows = [(s.key, str(s.value), s.source) for s in status.settings]
+    sections.append(r.Table([r.Col("setting"), r.Col("value"), r.Col("from")], rows, look="full", only="html"))
+    sections.append(r.Items(lines[1 : 1 + len(status.settings)], only="text"))
+    if status.config_file:
+        sections.append(r.Line(f"env_config_path: {status.config_file}", look="boxed-note", indent=2))
+    sections.append(r.Line(lines[-1], look="boxed-note"))
+    if status.exported:
+        shown = status.exported[:10]
+        sections.append(r.Items(shown, indent=4))
+        if len(shown) < len(status.exported):
+            sections.append(
+                r.Line(f"showing {len(shown)} of {len(status.exported)} files", look="boxed-note", indent=4)
+            )
+    sections += [r.Line(f"note: {note}", look="warning") for note in status.notes]
+    return r.Report(sections, cls="msdebug-dump")
 
 
 def html_rdr_status(status) -> str:
-    lines = _rdr_lines(status)
-    rows = [[esc(s.key), esc(s.value), esc(s.source)] for s in status.settings]
-    parts = [tag("div", esc(lines[0]), style=STRONG), _table(["setting", "value", "from"], rows)]
-    if status.config_file:
-        parts.append(_note(f"env_config_path: {status.config_file}"))
-    parts.append(_note(lines[-1]))
-    if status.exported:
-        shown = status.exported[:10]
-        items = "".join(tag("li", esc(p)) for p in shown)
-        parts.append(
-            tag("ul", items)
-            + (
-                _note(f"showing {len(shown)} of {len(status.exported)} files")
-                if len(shown) < len(status.exported)
-                else ""
-            )
-        )
-    for note in status.notes:
-        parts.append(tag("div", esc(f"note: {note}"), style="color:#9a6700"))
-    return tag("div", "".join(parts), cls="msdebug-dump")
+    return r.html(build(status))
+
+
+def text_rdr_status(status) -> str:
+    return r.text(build(status))

@@ -1,0 +1,225 @@
+"""The one report model (msdebug.views.report): every section kind escapes what comes from a
+dump, every list and table is bounded, and the HTML and the text of one report carry the same
+facts. Pure: no MindSpore, no kernel."""
+
+from __future__ import annotations
+
+import ast
+import html
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import msdebug
+from msdebug.dumps.rendered import Rendered
+from msdebug.views import report as r
+from msdebug.views._text import Column, text_width
+
+HOSTILE = "<script>alert('x')</script>\"&<img src=x onerror=1>"
+PACKAGE = Path(msdebug.__file__).parent
+
+
+def every_kind(value: str) -> r.Report:
+    """One section of each kind, and each inline piece, holding ``value`` wherever a string goes."""
+    return r.Report(
+        [
+            r.Line(value),
+            r.Line((r.Span(value, "bad"), " at ", r.Span(value, "scope"), r.Sep(), value), look="note", title=value),
+            r.Line((r.Span(value, "code"), r.Span(value, "name"), r.Span(value, "fit"), r.Span(value, "strong"))),
+            r.Line((r.Span(value, "scope-plain"), r.Span(value, "hover", width=12)), look="aside"),
+            r.Items([value, (r.Span(value, "name"), ": ", value)], head=value, more=value),
+            r.KeyValues([(value, value), ("key", (r.Span(value, "code"),))]),
+            r.Table(
+                [r.Col(value, Column(value), left=True), r.Col("share", Column("share", right=True))],
+                [[value, r.Bar(0.5)], [r.Span(value, "scope-plain"), r.Bar(2.0)]],
+            ),
+            r.Table([r.Col(value)], [[value], [r.Span(value, "good")]], look="compact"),
+            r.Table(
+                [r.Col(value, width=30, mono=True), r.Col(value, width=70)],
+                [[(value, r.Break(), r.Span(value, "b")), r.Span(value, "hover", width=8)]],
+                look="full",
+                indent=2,
+            ),
+            r.Pre(value + "\n" + value, summary=value, look="faded"),
+            r.Pre(value),
+            r.Figure("<svg></svg>", caption=value, text=[value]),
+            r.Figure("<svg></svg>", text=[value], scroll=True),
+        ],
+        cls=value,
+        style=value,
+    )
+
+
+def test_every_section_kind_escapes_hostile_strings_in_html():
+    out = r.html(every_kind(HOSTILE))
+    # Nothing of the hostile string survives as markup: no tag, no attribute it opened.
+    assert "<script" not in out and "<img" not in out and "onerror=1>" not in out
+    assert "alert(&#x27;x&#x27;)" in out  # it is there, escaped
+    # The only raw HTML is the figure's picture, which views.svg drew.
+    tags = set(re.findall(r"<(\w+)", out))
+    assert tags <= {
+        "b",
+        "br",
+        "colgroup",
+        "col",
+        "div",
+        "span",
+        "code",
+        "wbr",
+        "ul",
+        "li",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "details",
+        "summary",
+        "pre",
+        "svg",
+    }, tags
+    # Every attribute value is quoted and holds no raw quote of the input.
+    for value in re.findall(r'(?:title|class|style)="([^"]*)"', out):
+        assert "<" not in value and "'" not in value
+
+
+def test_text_keeps_hostile_strings_as_they_are():
+    """Text is not HTML: the string is shown as it is, in every section kind."""
+    out = r.text(every_kind(HOSTILE))
+    assert out.count(HOSTILE) >= 12
+
+
+def test_huge_tables_lists_and_strings_are_bounded():
+    count = 200_000
+    rows = [[f"op{i}", str(i)] for i in range(count)]
+    columns = [r.Col("op", Column("op", fit=True), left=True), r.Col("n", Column("n", right=True))]
+    long = "x" * 5_000_000
+    report = r.Report(
+        [
+            r.Table(columns, rows),
+            r.Table(columns, rows, look="compact"),
+            r.Table(columns, rows, look="full"),
+            r.Items([f"item {i}" for i in range(count)]),
+            r.KeyValues([(f"key {i}", "value") for i in range(count)]),
+            r.Line(long),
+            r.Pre(long),
+        ]
+    )
+    page, lines = r.html(report), r.text(report).splitlines()
+    assert page.count("<tr>") == 3 * (r.MAX_ROWS + 1)  # each table: its head row and MAX_ROWS rows
+    assert page.count("<li>") == r.MAX_ROWS and page.count("key ") == r.MAX_ROWS
+    assert len(page) < 5 * r.MAX_CHARS + 3_000 * r.MAX_ROWS
+    assert len(lines) == 3 * (r.MAX_ROWS + 2) + 2 * (r.MAX_ROWS + 1) + 2  # tables, lists, the line and the block
+    assert max(len(line) for line in lines) <= r.MAX_CHARS
+    # A cut says so, in both forms: the reader is never shown part of a list as the whole.
+    for what in ("rows", "items"):
+        cut = f"showing {r.MAX_ROWS} of {count} {what}"
+        assert cut in page and f"({cut})" in lines
+
+
+def test_html_and_text_carry_the_same_facts():
+    facts = ["Profile /p", "12.5 ms", "MatMul", "Default/net/MatMul-op0", "note one", "key", "value", "print(1)"]
+    report = r.Report(
+        [
+            r.Line((r.Span(facts[0], "strong"), r.Sep(), facts[1])),
+            r.Items([facts[4]], prefix="note: "),
+            r.KeyValues([(facts[5], facts[6])]),
+            r.Table(
+                [
+                    r.Col("op", Column("op", fit=True), left=True),
+                    r.Col("type", Column("type")),
+                    r.Col("share", Column("share")),
+                ],
+                [[r.Span(facts[3], "scope-plain"), facts[2], r.Bar(0.25)]],
+            ),
+            r.Pre(facts[7]),
+            r.Figure("<svg></svg>", text=[facts[1]]),
+        ]
+    )
+    shown = html.unescape(re.sub(r"<[^>]+>", "", r.html(report)))
+    words = r.text(report)
+    for fact in [*facts, "25.0%"]:
+        assert fact in shown and fact in words, fact
+    # A section for one form only shows in that form.
+    only = r.Report([r.Line("in html", only="html"), r.Line("in text", only="text")])
+    assert "in html" in r.html(only) and "in html" not in r.text(only)
+    assert "in text" in r.text(only) and "in text" not in r.html(only)
+
+
+def test_a_fitted_name_gives_way_in_text_and_stays_whole_in_html():
+    name = "Default/" + "/".join(f"level{i}" for i in range(40)) + "/MatMul-op7"
+    report = r.Report([r.Line((r.Span(name, "fit"), " (MatMul): masked it"), indent=4)])
+    with text_width(80):
+        line = r.text(report)
+    assert len(line) == 80 and line.endswith("/MatMul-op7 (MatMul): masked it") and "…" in line
+    assert r.html(report).count("level39") == 1 and "…" not in r.html(report)
+
+
+def test_the_views_build_one_report_each():
+    """nan and profile render through views.report: a hostile name is escaped in one place."""
+    from types import SimpleNamespace as NS
+
+    from msdebug.views import nan, profile
+
+    options = NS(json=HOSTILE, applied=False, notes=[HOSTILE], first_cell=HOSTILE)
+    built = profile.build_options(options)
+    assert isinstance(built, r.Report)
+    assert profile.html_options(options) == r.html(built) and profile.text_options(options) == r.text(built)
+    assert "<script" not in profile.html_options(options) and HOSTILE in profile.text_options(options)
+    finite = NS(
+        checked_ops=1,
+        checked_tensors=2,
+        checked_bytes=0,
+        seconds=0.1,
+        mode=HOSTILE,
+        culprit=None,
+        notes=[HOSTILE],
+        skipped=[(HOSTILE, HOSTILE)] * 30,
+    )
+    page = nan.html_report(finite)
+    assert "<script" not in page and "(showing 20 of 30)" in page and "(showing 20 of 30)" in nan.text_report(finite)
+
+
+def test_models_name_their_views_directly():
+    """Every Rendered model class picks its view functions as attributes (``v.nan.html_report``),
+    never by a name string: no ``getattr`` on the views package anywhere in msdebug."""
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = getattr(node.func, "id", "")
+            if called == "getattr" and node.args:
+                target = ast.unparse(node.args[0])
+                assert "views" not in target or path.parent.name == "views", f"{path}: getattr({target}, ...)"
+            if called == "rendered_by":  # the pick itself: attributes only
+                picks = [
+                    n for n in ast.walk(node) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "getattr"
+                ]
+                assert not picks, f"{path}:{node.lineno}: {ast.unparse(node)}"
+    classes = []
+    for info in pkgutil.walk_packages(msdebug.__path__, "msdebug."):
+        if info.name.startswith(("msdebug.ipython", "msdebug.backend")) or info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        classes += [
+            c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Rendered) and c is not Rendered
+        ]
+    assert len(classes) >= 20
+    for cls in classes:
+        html_view, text_view = cls._views.pair()
+        assert html_view.__module__.startswith("msdebug.views.") and text_view.__module__ == html_view.__module__
+
+
+def test_text_never_draws_a_figure():
+    """A figure given as what draws it is drawn for HTML only: text (a terminal, a log) never pays for it."""
+    drawn = []
+
+    def draw() -> str:
+        drawn.append(1)
+        return "<svg>picture</svg>"
+
+    report = r.Report([r.Figure(draw, text=["the listing"], scroll=True)])
+    assert r.text(report) == "the listing" and drawn == []
+    assert "<svg>picture</svg>" in r.html(report) and drawn == [1]
