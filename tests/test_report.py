@@ -223,3 +223,32 @@ def test_text_never_draws_a_figure():
     report = r.Report([r.Figure(draw, text=["the listing"], scroll=True)])
     assert r.text(report) == "the listing" and drawn == []
     assert "<svg>picture</svg>" in r.html(report) and drawn == [1]
+
+
+def test_the_explorer_views_build_one_report_each():
+    """Each explorer pair (summary, graph, execution order, one kernel, diff) renders ONE report
+    both ways, and what a dump names is escaped in it."""
+    import dataclasses
+
+    from msdebug.dumps.explorer import ExecRow
+    from msdebug.views import explorer as e
+
+    data = Path(__file__).parent / "data"
+    mode2, graphs = msdebug.open_dump(data / "rdr_mode2"), msdebug.open_dump(data / "graphs_l2")
+    stages = graphs.stages()
+    order = mode2.exec_order()
+    row = ExecRow(0, HOSTILE, HOSTILE, HOSTILE, HOSTILE, 3, HOSTILE + ":3", HOSTILE, True, 7, inputs=(HOSTILE,))
+    models = {
+        "summary": mode2.summary(),
+        "graph": graphs.graph(stages[-1]),
+        "exec_order": dataclasses.replace(order, rows=(*order.rows[:3], row)),
+        "exec_row": row,
+        "diff": graphs.diff(stages[0], stages[-1]),
+    }
+    for name, model in models.items():
+        built = getattr(e, f"build_{name}")(model)
+        assert isinstance(built, r.Report), name
+        page, words = getattr(e, f"html_{name}")(model), getattr(e, f"text_{name}")(model)
+        assert page == r.html(built) and words == r.text(built), name
+    assert "<script" not in e.html_exec_row(row) and HOSTILE in e.text_exec_row(row)
+    assert "<script" not in e.html_exec_order(models["exec_order"])

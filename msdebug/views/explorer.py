@@ -10,16 +10,21 @@ from __future__ import annotations
 import re
 
 from . import report as r
-from ._html import FADED, NOTE, STRONG, esc, hover, tag
-from ._text import MIN_FIT, Column, current_width, shorten
+from ._html import hover
+from ._text import MIN_FIT, Column, shorten
 
 _LINE = re.compile(r"[0-9]{1,18}")
 
 __all__ = [
+    "build_diff",
     "build_dot",
+    "build_exec_order",
+    "build_exec_row",
+    "build_graph",
     "build_memory",
     "build_pb",
     "build_stage_nodes",
+    "build_summary",
     "graph_picture",
     "html_diff",
     "html_dot",
@@ -46,12 +51,6 @@ __all__ = [
     "text_summary",
 ]
 
-_MONO = "font-family:monospace;white-space:pre-wrap;text-align:left"
-_CELL = "border-left:3px solid #4a90d9;padding-left:4px"
-# Every cell may break anywhere as a last resort: a long scope or path never widens a table
-# past the output area (JupyterLab scrolls an output sideways, hiding the right-hand columns).
-_FIT = "text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:normal"
-_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse;margin:2px 0"
 _BOX = "max-width:100%;overflow-wrap:anywhere"
 _MAX_STAGES = 60
 _MAX_DRAWN = 200  # boxes in a drawing; the rest are counted under it
@@ -80,11 +79,6 @@ def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _fit(name: str, used: int) -> str:
-    """``name`` shortened in the middle to what is left of the line once ``used`` columns are taken."""
-    return shorten(name, max(MIN_FIT, current_width() - used))
-
-
 def middle(text: str, width: int = _SHORT) -> str:
     """``text`` escaped, shortened in the middle to ``width`` characters, the whole of it on hover."""
     return hover(text, width)
@@ -96,30 +90,6 @@ def _base(path: str) -> str:
 
 def _showing(shown: int, total: int, what: str) -> str:
     return f"showing {shown} of {total} {what}" if shown < total else f"{total} {what}"
-
-
-def _table(
-    headers: list[str], rows: list[list[str]], widths: list[int] | None = None, mono: set[int] = frozenset()
-) -> str:
-    """A table as wide as the output area and no wider; ``rows`` hold escaped HTML, ``widths``
-    are column widths in percent, columns in ``mono`` are set in a monospace font."""
-    cols = "".join(f'<col style="width:{w}%">' for w in widths) if widths else ""
-    styles = [_FIT + (";font-family:monospace" if i in mono else "") for i in range(len(headers))]
-    head = "".join(tag("th", esc(h), style=_FIT) for h in headers)
-    body = "".join(
-        "<tr>" + "".join(tag("td", cell, style=st) for cell, st in zip(row, styles, strict=True)) + "</tr>"
-        for row in rows
-    )
-    colgroup = f"<colgroup>{cols}</colgroup>" if cols else ""
-    return f'<table style="{_TABLE}">{colgroup}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _note(text: str) -> str:
-    return tag("div", esc(text), style=NOTE + ";" + _BOX)
-
-
-def _head(text: str) -> str:
-    return tag("div", esc(text), style=STRONG + ";" + _BOX)
 
 
 def source_label(path: str, line: int, cell: int | None, in_cell: bool) -> str:
@@ -144,20 +114,20 @@ def _line_of(source: str) -> int:
     return int(tail) if _LINE.fullmatch(tail) else 0
 
 
-def _code_html(code: str, in_cell: bool) -> str:
-    if not code:
+def _source_block(row) -> r.Block | str:
+    """The source label (the full path on hover) above the code it points at, in a table cell."""
+    if not row.source:
         return ""
-    style = "margin:0;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere"
-    return tag("pre", esc(code), style=style + (";" + _CELL if in_cell else ""))
+    where = f"notebook cell: {row.source}" if row.in_cell else row.source
+    sections: list = [r.Line(_row_source(row), look="note", title=where)]
+    if row.code:
+        sections.append(r.Pre(row.code, look="source-cell" if row.in_cell else "source"))
+    return r.Block(sections)
 
 
 def source_html(row) -> str:
     """The source label (the full path on hover) above the code it points at."""
-    if not row.source:
-        return ""
-    label = _row_source(row)
-    where = f"notebook cell: {row.source}" if row.in_cell else row.source
-    return f'<div title="{esc(where)}" style="{NOTE}">{esc(label)}</div>' + _code_html(row.code, row.in_cell)
+    return r.runs_html(_source_block(row))
 
 
 def _source_text(row) -> str:
@@ -188,64 +158,64 @@ def _recorded(rank, separator: str) -> str:
     return f"{separator}recorded {rank.first}" + (f" to {rank.last}" if rank.last != rank.first else "")
 
 
-def text_summary(summary) -> str:
-    lines = _summary_lines(summary)
+def build_summary(summary) -> r.Report:
+    """A dump's summary: its files per kind and rank, kernel graphs and pipeline stages."""
+    kind = {"rdr": "RDR tree", "graphs": "saved IR graphs", "ir": "IR file"}[summary.kind]
+    ranks = [x for x in summary.ranks if x.rank is not None]
+    tail = f": {summary.files} files, {size_text(summary.size)}"
+    if ranks:
+        tail += f", {len(ranks)} rank{'s' if len(ranks) != 1 else ''}"
+    sections: list = [
+        r.Line((f"{kind} ", r.Span(summary.path, "hover", 70), tail), look="boxed-strong", only="html"),
+        *(r.Line(hint, look="boxed-note", only="html") for hint in summary.hints),
+        *(r.Line(line, only="text") for line in _summary_lines(summary)),
+    ]
     for rank in summary.ranks:
         if rank.rank is not None:
-            lines += ["", f"rank {rank.rank} ({rank.path}){_recorded(rank, ', ')}"]
-        for group in rank.groups:
-            lines.append(f"  {group.count:>5}  {size_text(group.size):>9}  {group.title}")
+            sections += [
+                r.Line((f"rank {rank.rank} ", r.Span((r.Span(rank.path, "hover", 60), _recorded(rank, " · ")), "note")),
+                       only="html"),
+                r.Line("", only="text"),
+                r.Line(f"rank {rank.rank} ({rank.path}){_recorded(rank, ', ')}", only="text"),
+            ]  # fmt: skip
+        columns = [r.Col("files", width=70), r.Col("count", width=15), r.Col("size", width=15)]
+        rows = [(g.title, str(g.count), size_text(g.size)) for g in rank.groups]
+        sections.append(r.Table(columns, rows, look="full", only="html"))
+        sections += [r.Line(f"  {g.count:>5}  {size_text(g.size):>9}  {g.title}", only="text") for g in rank.groups]
         if rank.graph_ids:
-            lines.append(f"  kernel graphs: {', '.join(map(str, rank.graph_ids))}")
+            graphs = f"kernel graphs: {', '.join(map(str, rank.graph_ids))}"
+            sections += [r.Line(graphs, look="boxed-note", only="html"), r.Line(f"  {graphs}", only="text")]
         if rank.stages and summary.kind != "ir":
             shown = rank.stages[:_MAX_STAGES]
-            lines.append(f"  pipeline stages, in pipeline order ({_showing(len(shown), len(rank.stages), 'stages')}):")
+            showing = _showing(len(shown), len(rank.stages), "stages")
+            columns = [r.Col("#", width=6), r.Col("stage", width=38), r.Col("file", width=44), r.Col("size", width=12)]
+            rows = [
+                (str(x.index) if x.index is not None else "", x.label, r.Span(x.file, "hover", 48), size_text(x.size))
+                for x in shown
+            ]
+            sections.append(
+                r.Fold(f"pipeline stages in pipeline order ({showing})", [r.Table(columns, rows, look="full")],
+                       only="html")
+            )  # fmt: skip
+            sections.append(r.Line(f"  pipeline stages, in pipeline order ({showing}):", only="text"))
             for stage in shown:
                 counter = f"  (dump #{stage.counter})" if stage.counter is not None else ""
-                lines.append(f"    {stage.label:<48} {size_text(stage.size):>9}{counter}")
+                sections.append(r.Line(f"    {stage.label:<48} {size_text(stage.size):>9}{counter}", only="text"))
         elif summary.kind == "ir" and rank.stages:
-            lines.append(f"  entry graph @{rank.stages[0].label}")
+            sections.append(r.Line(f"  entry graph @{rank.stages[0].label}", only="text"))
         if rank.unknown:
-            lines.append(f"  not RDR files: {', '.join(rank.unknown[:10])}")
-    lines += [f"note: {hint}" for hint in summary.hints]
-    return "\n".join(lines)
+            unknown = f"not RDR files: {', '.join(rank.unknown[:10])}"
+            sections += [r.Line(unknown, look="boxed-note", only="html"), r.Line(f"  {unknown}", only="text")]
+    sections += [r.Line(f"note: {hint}", only="text") for hint in summary.hints]
+    return r.Report(sections, cls="msdebug-dump", style=_BOX)
+
+
+def text_summary(summary) -> str:
+    return r.text(build_summary(summary))
 
 
 def html_summary(summary) -> str:
-    kind = {"rdr": "RDR tree", "graphs": "saved IR graphs", "ir": "IR file"}[summary.kind]
-    ranks = [r for r in summary.ranks if r.rank is not None]
-    first = f"{kind} " + middle(summary.path, 70) + esc(f": {summary.files} files, {size_text(summary.size)}")
-    if ranks:
-        first += esc(f", {len(ranks)} rank{'s' if len(ranks) != 1 else ''}")
-    parts = [tag("div", first, style=STRONG + ";" + _BOX)]
-    for hint in summary.hints:
-        parts.append(_note(hint))
-    for rank in summary.ranks:
-        if rank.rank is not None:
-            when = _recorded(rank, " · ")
-            parts.append(
-                tag("div", esc(f"rank {rank.rank} ") + tag("span", middle(rank.path, 60) + esc(when), style=NOTE))
-            )
-        rows = [[esc(g.title), esc(g.count), esc(size_text(g.size))] for g in rank.groups]
-        parts.append(_table(["files", "count", "size"], rows, [70, 15, 15]))
-        if rank.graph_ids:
-            parts.append(_note(f"kernel graphs: {', '.join(map(str, rank.graph_ids))}"))
-        if rank.stages and summary.kind != "ir":
-            shown = rank.stages[:_MAX_STAGES]
-            rows = [
-                [esc(s.index if s.index is not None else ""), esc(s.label), middle(s.file, 48), esc(size_text(s.size))]
-                for s in shown
-            ]
-            title = f"pipeline stages in pipeline order ({_showing(len(shown), len(rank.stages), 'stages')})"
-            parts.append(
-                tag(
-                    "details",
-                    tag("summary", esc(title)) + _table(["#", "stage", "file", "size"], rows, [6, 38, 44, 12]),
-                )
-            )
-        if rank.unknown:
-            parts.append(_note(f"not RDR files: {', '.join(rank.unknown[:10])}"))
-    return tag("div", "".join(parts), cls="msdebug-dump", style=_BOX)
+    return r.html(build_summary(summary))
 
 
 def html_explorer(summary, stage_nodes) -> str:
@@ -323,21 +293,6 @@ def _filter_text(view) -> str:
     return f"{_showing(len(view.rows), view.matched, 'nodes')}" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def text_graph(view) -> str:
-    lines = [_graph_head(view)]
-    ops = ", ".join(f"{op}×{n}" for op, n in view.op_counts[:_MAX_OPS])
-    lines.append(f"ops: {ops}" + (" …" if len(view.op_counts) > _MAX_OPS else ""))
-    lines.append(_filter_text(view))
-    for row in view.rows:
-        line = f"  line {row.lineno:>6}  @{shorten(row.graph, 40)} {row.id}({row.name}) = {row.op}  ["
-        lines.append(line + _fit(row.scope, len(line) + 1) + "]")
-        if row.output_type:
-            lines.append(f"               -> {_clip(row.output_type, 80)}")
-        if row.source:
-            lines.append(f"               {_source_text(row)}")
-    return "\n".join(lines)
-
-
 def _scope_parent(scope: str) -> str:
     return scope.rsplit("/", 1)[0] if "/" in scope else ""
 
@@ -382,44 +337,68 @@ def graph_picture(rows, title: str = "", max_nodes: int = _MAX_DRAWN) -> str:
     return graph_drawing(boxes, edges, max_nodes=max_nodes, title=title)
 
 
-def html_graph(view) -> str:
-    ops = ", ".join(f"{esc(op)}×{n}" for op, n in view.op_counts[:_MAX_OPS])
+def build_graph(view) -> r.Report:
+    """One IR graph: its nodes (filtered), drawn and listed."""
+    ops = ", ".join(f"{op}×{n}" for op, n in view.op_counts[:_MAX_OPS]) + (
+        " …" if len(view.op_counts) > _MAX_OPS else ""
+    )
     graphs = ", ".join(f"@{name} ({count})" for name, count in view.graphs[:8])
     more = f" and {len(view.graphs) - 8} more" if len(view.graphs) > 8 else ""
-    parts = [
-        tag("div", middle(_base(view.file), 80) + esc(f": entry @{view.entry}"), style=STRONG + ";" + _BOX),
-        _note(f"{len(view.graphs)} graphs, {view.total_nodes} nodes: {graphs}{more}"),
-        tag("div", "ops: " + ops + (" …" if len(view.op_counts) > _MAX_OPS else ""), style=NOTE + ";" + _BOX),
-        _note(_filter_text(view)),
+    sections: list = [
+        r.Line((r.Span(_base(view.file), "hover", 80), f": entry @{view.entry}"), look="boxed-strong", only="html"),
+        r.Line(f"{len(view.graphs)} graphs, {view.total_nodes} nodes: {graphs}{more}", look="boxed-note", only="html"),
+        r.Line(f"ops: {ops}", look="boxed-note", only="html"),
+        r.Line(_filter_text(view), look="boxed-note", only="html"),
+        r.Line(_graph_head(view), only="text"),
+        r.Line(f"ops: {ops}", only="text"),
+        r.Line(_filter_text(view), only="text"),
     ]
     if view.rows:
-        picture = graph_picture(view.rows)
-        parts.append(
-            tag(
-                "details",
-                tag("summary", esc(f"drawing ({min(len(view.rows), _MAX_DRAWN)} nodes)"))
-                + tag("div", picture, style="max-height:560px;overflow-y:auto;overflow-x:hidden"),
-            ).replace("<details", "<details open", 1)
-        )
+        drawing = r.Figure(lambda: graph_picture(view.rows), scroll=True)
+        sections.append(r.Fold(f"drawing ({min(len(view.rows), _MAX_DRAWN)} nodes)", [drawing], open=True,
+                               only="html"))  # fmt: skip
     several = len(view.graphs) > 1
     rows = [
-        [
-            esc(row.lineno),
-            esc(f"{row.id}({row.name})") + (tag("div", middle(f"@{row.graph}", 24), style=FADED) if several else ""),
-            tag("b", esc(row.op)),
-            middle(row.scope, 40),
-            esc(", ".join(row.inputs)),
-            esc(_short_type(row.output_type)),
-            source_html(row),
-        ]
+        (
+            str(row.lineno),
+            (f"{row.id}({row.name})", r.Block([r.Line(r.Span(f"@{row.graph}", "hover", 24), look="faded")]))
+            if several
+            else f"{row.id}({row.name})",
+            r.Span(row.op, "b"),
+            r.Span(row.scope, "hover", 40),
+            ", ".join(row.inputs),
+            _short_type(row.output_type),
+            _source_block(row),
+        )
         for row in view.rows
     ]
-    parts.append(
-        _table(
-            ["line", "node", "op", "scope", "inputs", "output", "source"], rows, [6, 13, 15, 17, 13, 12, 24], {1, 4, 5}
-        )
+    heads_widths = (
+        ("line", 6),
+        ("node", 13),
+        ("op", 15),
+        ("scope", 17),
+        ("inputs", 13),
+        ("output", 12),
+        ("source", 24),
     )
-    return tag("div", "".join(parts), cls="msdebug-dump", style=_BOX)
+    columns = [r.Col(h, width=w, mono=i in (1, 4, 5)) for i, (h, w) in enumerate(heads_widths)]
+    sections.append(r.Table(columns, rows, look="full", only="html"))
+    for row in view.rows:
+        line = f"  line {row.lineno:>6}  @{shorten(row.graph, 40)} {row.id}({row.name}) = {row.op}  ["
+        sections.append(r.Line((line, r.Span(row.scope, "fit", MIN_FIT), "]"), only="text"))
+        if row.output_type:
+            sections.append(r.Line(f"               -> {_clip(row.output_type, 80)}", only="text"))
+        if row.source:
+            sections.append(r.Line(f"               {_source_text(row)}", only="text"))
+    return r.Report(sections, cls="msdebug-dump", style=_BOX)
+
+
+def text_graph(view) -> str:
+    return r.text(build_graph(view))
+
+
+def html_graph(view) -> str:
+    return r.html(build_graph(view))
 
 
 # --------------------------------------------------------------------------- execution order
@@ -430,49 +409,72 @@ def _exec_head(view) -> str:
     return f"execution order of graph {view.graph_id} ({view.file}){ir}"
 
 
-def text_exec_order(view) -> str:
-    lines = [_exec_head(view), _showing(len(view.rows), view.total, "kernels")]
+def build_exec_order(view) -> r.Report:
+    """A kernel graph's execution order: one kernel a row, its IR line, source and memory."""
+    showing = _showing(len(view.rows), view.total, "kernels")
+    # The IR file is the same for every kernel: named once above the table, a line per row.
+    files: list = ["order: ", r.Span(_base(view.file), "hover", 60)]
+    if view.ir_file:
+        files += [" · IR nodes in ", r.Span(_base(view.ir_file), "hover", 60)]
+    rows = [
+        (
+            str(row.index),
+            r.Span(row.op, "b"),
+            r.Span(row.fullname or row.name, "hover", 40),
+            f"line {row.ir_line}" if row.ir_line else "",
+            _source_block(row),
+            size_text(row.memory) if row.memory is not None else "",
+        )
+        for row in view.rows
+    ]
+    heads_widths = (("#", 5), ("op", 18), ("kernel", 22), ("IR", 9), ("source", 36), ("memory", 10))
+    sections: list = [
+        r.Line(f"execution order of graph {view.graph_id}", look="strong", only="html"),
+        r.Line(files, look="boxed-note", only="html"),
+        r.Line(showing, look="boxed-note", only="html"),
+        r.Table([r.Col(h, width=w, mono=i == 2) for i, (h, w) in enumerate(heads_widths)], rows, look="full",
+                only="html"),
+        r.Line(_exec_head(view), only="text"),
+        r.Line(showing, only="text"),
+    ]  # fmt: skip
     for row in view.rows:
         memory = f"  {size_text(row.memory)}" if row.memory is not None else ""
         ir = f"  IR line {row.ir_line}" if row.ir_line else ""
         line = f"  {row.index:>4}  {row.op:<24} "
-        lines.append(line + _fit(row.fullname or row.name, len(line) + len(ir) + len(memory)) + ir + memory)
+        sections.append(r.Line((line, r.Span(row.fullname or row.name, "fit", MIN_FIT), ir + memory), only="text"))
         if row.source:
-            lines.append(f"        {_source_text(row)}")
-    return "\n".join(lines)
+            sections.append(r.Line(f"        {_source_text(row)}", only="text"))
+    return r.Report(sections, cls="msdebug-dump", style=_BOX)
+
+
+def text_exec_order(view) -> str:
+    return r.text(build_exec_order(view))
 
 
 def html_exec_order(view) -> str:
-    # The IR file is the same for every kernel: named once above the table, a line per row.
-    head = tag("div", esc(f"execution order of graph {view.graph_id}"), style=STRONG)
-    files = esc("order: ") + middle(_base(view.file), 60)
-    if view.ir_file:
-        files += esc(" · IR nodes in ") + middle(_base(view.ir_file), 60)
-    rows = [
-        [
-            esc(row.index),
-            tag("b", esc(row.op)),
-            middle(row.fullname or row.name, 40),
-            esc(f"line {row.ir_line}") if row.ir_line else "",
-            source_html(row),
-            esc(size_text(row.memory)) if row.memory is not None else "",
-        ]
-        for row in view.rows
+    return r.html(build_exec_order(view))
+
+
+def build_exec_row(row) -> r.Report:
+    """One kernel and its IR node (inputs, output shape, source line and code), as the explorer
+    shows it when the row is clicked."""
+    name = row.fullname or row.name
+    fields = [
+        ("kernel", (f"{row.index}: ", r.Span(row.op, "b"), " ", r.Span(name, "hover", 80))),
+        (
+            "IR node",
+            (f"{row.node} at line {row.ir_line} of ", r.Span(row.ir_file, "hover", 60))
+            if row.ir_line
+            else "not found in the IR",
+        ),
+        ("inputs", ", ".join(row.inputs)),
+        ("input types", _short_type(row.input_types)),
+        ("output", r.Span(_short_type(row.output_type), "b") if _short_type(row.output_type) else ""),
+        ("memory", size_text(row.memory) if row.memory is not None else ""),
+        ("source", _source_block(row)),
     ]
-    return tag(
-        "div",
-        head
-        + tag("div", files, style=NOTE + ";" + _BOX)
-        + _note(_showing(len(view.rows), view.total, "kernels"))
-        + _table(["#", "op", "kernel", "IR", "source", "memory"], rows, [5, 18, 22, 9, 36, 10], {2}),
-        cls="msdebug-dump",
-        style=_BOX,
-    )
-
-
-def text_exec_row(row) -> str:
-    """One kernel and its IR node, as the explorer shows it when the row is clicked."""
-    lines = [f"kernel {row.index}: {row.op}  {row.fullname or row.name}"]
+    rows = [(field, value) for field, value in fields if value]
+    lines = [f"kernel {row.index}: {row.op}  {name}"]
     if row.ir_line:
         lines.append(f"IR node {row.node} at {row.ir_file}:{row.ir_line}")
     if row.inputs:
@@ -487,32 +489,23 @@ def text_exec_row(row) -> str:
         lines.append(f"source: {_row_source(row) if row.in_cell else row.source}")
         if row.code:
             lines += [f"  {line}" for line in row.code.splitlines()[:12]]
-    return "\n".join(lines)
+    return r.Report(
+        [
+            r.Table([r.Col("", width=16), r.Col("", width=84)], rows, look="full", head=False, only="html"),
+            *(r.Line(line, only="text") for line in lines),
+        ],
+        cls="msdebug-dump msdebug-node-detail",
+        style=_BOX,
+    )
+
+
+def text_exec_row(row) -> str:
+    return r.text(build_exec_row(row))
 
 
 def html_exec_row(row) -> str:
     """The IR node behind one kernel: inputs, output shape, source line and code."""
-    fields = [
-        ("kernel", esc(f"{row.index}: ") + tag("b", esc(row.op)) + " " + middle(row.fullname or row.name, 80)),
-        (
-            "IR node",
-            esc(f"{row.node} at line {row.ir_line} of ") + middle(row.ir_file, 60)
-            if row.ir_line
-            else "not found in the IR",
-        ),
-        ("inputs", esc(", ".join(row.inputs))),
-        ("input types", esc(_short_type(row.input_types))),
-        ("output", tag("b", esc(_short_type(row.output_type)))),
-        ("memory", esc(size_text(row.memory)) if row.memory is not None else ""),
-        ("source", source_html(row)),
-    ]
-    rows = [[esc(name), value] for name, value in fields if value]
-    return tag(
-        "div",
-        _table(["", ""], rows, [16, 84]).replace("<thead><tr><th", '<thead style="display:none"><tr><th', 1),
-        cls="msdebug-dump msdebug-node-detail",
-        style=_BOX,
-    )
+    return r.html(build_exec_row(row))
 
 
 # --------------------------------------------------------------------------- memory
@@ -605,67 +598,69 @@ def _diff_head(diff) -> str:
     )
 
 
-def text_diff(diff) -> str:
-    lines = [_diff_head(diff)]
+_MARKS = {"appeared": "+", "vanished": "-", "changed": "~"}
+
+
+def build_diff(diff) -> r.Report:
+    """Two IR graphs compared: the nodes that appeared, vanished or changed."""
+    c = diff.counts
+    total = sum(c.values())
+    showing = _showing(len(diff.rows), total, "differences")
+
+    def sides(row) -> r.Block:
+        # Before above after, in one column: the "after" side is never pushed off-screen.
+        before = [r.Line((r.Span("− ", "vanished"), row.before))] if row.before else []
+        after = [r.Line((r.Span("+ ", "appeared"), row.after))] if row.after else []
+        return r.Block(before + after)
+
+    rows = [
+        (r.Span(row.change, row.change), r.Span(row.op, "b"), r.Span(row.key, "hover", 48), sides(row))
+        for row in diff.rows
+    ]
+    heads_widths = (("change", 9), ("op", 16), ("scope", 25), ("before / after", 50))
+    sections: list = [
+        r.Line(
+            (r.Span(_base(diff.before), "hover", 50), f" ({diff.nodes[0]} nodes) → ",
+             r.Span(_base(diff.after), "hover", 50), f" ({diff.nodes[1]} nodes)"),
+            look="boxed-strong",
+            only="html",
+        ),
+        r.Line(
+            (r.Span(f"{c['appeared']} appeared", "appeared"), ", ", r.Span(f"{c['vanished']} vanished", "vanished"),
+             ", ", r.Span(f"{c['changed']} changed", "changed")),
+            only="html",
+        ),
+    ]  # fmt: skip
     if diff.op_changes:
-        lines.append("ops: " + ", ".join(f"{op} {a}->{b}" for op, a, b in diff.op_changes[:_MAX_OPS]))
-    total = sum(diff.counts.values())
-    lines.append(_showing(len(diff.rows), total, "differences"))
-    marks = {"appeared": "+", "vanished": "-", "changed": "~"}
+        ops = ", ".join(f"{op} {a}→{b}" for op, a, b in diff.op_changes[:_MAX_OPS])
+        sections.append(r.Line(f"ops: {ops}", look="boxed-note", only="html"))
+    sections += [
+        r.Line(showing, look="boxed-note", only="html"),
+        r.Table([r.Col(h, width=w, mono=i == 3) for i, (h, w) in enumerate(heads_widths)], rows, look="full",
+                only="html"),
+        r.Line(_diff_head(diff), only="text"),
+    ]  # fmt: skip
+    if diff.op_changes:
+        ops = ", ".join(f"{op} {a}->{b}" for op, a, b in diff.op_changes[:_MAX_OPS])
+        sections.append(r.Line(f"ops: {ops}", only="text"))
+    sections.append(r.Line(showing, only="text"))
     for row in diff.rows:
-        line = f"  {marks[row.change]} {row.op:<24} "
-        lines.append(line + _fit(row.key, len(line)))
+        line = f"  {_MARKS[row.change]} {row.op:<24} "
+        sections.append(r.Line((line, r.Span(row.key, "fit", MIN_FIT)), only="text"))
         if row.change == "changed":
-            lines += [f"      before: {_clip(row.before)}", f"      after:  {_clip(row.after)}"]
-    return "\n".join(lines)
+            sections += [
+                r.Line(f"      before: {_clip(row.before)}", only="text"),
+                r.Line(f"      after:  {_clip(row.after)}", only="text"),
+            ]
+    return r.Report(sections, cls="msdebug-dump", style=_BOX)
 
 
-_COLOUR = {"appeared": "color:#1a7f37", "vanished": "color:#cf222e", "changed": "color:#9a6700"}
+def text_diff(diff) -> str:
+    return r.text(build_diff(diff))
 
 
 def html_diff(diff) -> str:
-    def sides(row) -> str:
-        # Before above after, in one column: the "after" side is never pushed off-screen.
-        before = tag("div", tag("span", "− ", style=_COLOUR["vanished"]) + esc(row.before)) if row.before else ""
-        after = tag("div", tag("span", "+ ", style=_COLOUR["appeared"]) + esc(row.after)) if row.after else ""
-        return before + after
-
-    rows = [
-        [
-            tag("span", esc(row.change), style=_COLOUR[row.change]),
-            tag("b", esc(row.op)),
-            middle(row.key, 48),
-            sides(row),
-        ]
-        for row in diff.rows
-    ]
-    ops = ", ".join(f"{esc(op)} {a}→{b}" for op, a, b in diff.op_changes[:_MAX_OPS])
-    total = sum(diff.counts.values())
-    c = diff.counts
-    head = tag(
-        "div",
-        middle(_base(diff.before), 50)
-        + esc(f" ({diff.nodes[0]} nodes) → ")
-        + middle(_base(diff.after), 50)
-        + esc(f" ({diff.nodes[1]} nodes)"),
-        style=STRONG + ";" + _BOX,
-    ) + tag(
-        "div",
-        tag("span", esc(f"{c['appeared']} appeared"), style=_COLOUR["appeared"])
-        + ", "
-        + tag("span", esc(f"{c['vanished']} vanished"), style=_COLOUR["vanished"])
-        + ", "
-        + tag("span", esc(f"{c['changed']} changed"), style=_COLOUR["changed"]),
-    )
-    return tag(
-        "div",
-        head
-        + (tag("div", "ops: " + ops, style=NOTE + ";" + _BOX) if ops else "")
-        + _note(_showing(len(diff.rows), total, "differences"))
-        + _table(["change", "op", "scope", "before / after"], rows, [9, 16, 25, 50], {3}),
-        cls="msdebug-dump",
-        style=_BOX,
-    )
+    return r.html(build_diff(diff))
 
 
 # --------------------------------------------------------------------------- .dot

@@ -25,9 +25,11 @@ from ._text import Column, current_width, fit_table, shorten
 
 __all__ = [
     "Bar",
+    "Block",
     "Break",
     "Col",
     "Figure",
+    "Fold",
     "Items",
     "KeyValues",
     "Line",
@@ -71,6 +73,12 @@ LOOKS = {
     "boxed-note": f"{NOTE};{_BOX}",  # a note that wraps inside the output area
     "boxed-strong": f"{STRONG};{_BOX}",
     "warning": "color:#9a6700",
+    "appeared": "color:#1a7f37",  # a diff's sides
+    "vanished": "color:#cf222e",
+    "changed": "color:#9a6700",
+    "source": "margin:0;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere",  # code in a cell
+    "source-cell": "margin:0;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere;"
+    "border-left:3px solid #4a90d9;padding-left:4px",  # a notebook cell's code in a cell
 }
 
 
@@ -89,7 +97,8 @@ class Span:
     ``<code>`` wrapping at its ``/``); ``scope-plain`` (wrapping at ``/``, no ``<code>``);
     ``fit`` (a scope name in ``<code>`` that text shortens so that the line fits the width, to
     no fewer than ``width`` characters, 32 by default);
-    ``hover`` (text shortened to ``width``, the whole on hover)."""
+    ``hover`` (text shortened to ``width``, the whole on hover). A look that is a style may hold
+    runs (a tuple) instead of one text: one ``<span>`` around them in HTML."""
 
     text: object
     look: str = ""
@@ -118,9 +127,17 @@ class Break:
     text: str = "; "
 
 
-Inline = Union[str, Span, Bar, Sep, Break]  # noqa: UP007 (a runtime alias)
-Runs = Union[str, Span, Bar, Sep, Break, Sequence[Inline]]  # noqa: UP007
-_INLINE = (str, Span, Bar, Sep, Break)
+@dataclass(frozen=True)
+class Block:
+    """Sections inside a table cell (a note above a block of code): their HTML in the cell, their
+    text lines joined by ``; `` in text."""
+
+    sections: Sequence[Section]
+
+
+Inline = Union[str, Span, Bar, Sep, Break, Block]  # noqa: UP007 (a runtime alias)
+Runs = Union[str, Span, Bar, Sep, Break, Block, Sequence[Inline]]  # noqa: UP007
+_INLINE = (str, Span, Bar, Sep, Break, Block)
 
 
 def _runs(value: Runs) -> tuple[Inline, ...]:
@@ -141,6 +158,10 @@ def _inline_html(run: Inline) -> str:
     if isinstance(run, Bar):
         width = max(0.0, min(1.0, run.share)) * 120
         return f'<span style="{_BAR};width:{width:.0f}px"></span> {esc(_pct(run.share))}'
+    if isinstance(run, Block):
+        return "".join(_html_section(s) for s in run.sections if s.only != "text")
+    if isinstance(run.text, tuple):
+        return tag("span", runs_html(run.text), style=LOOKS[run.look])
     value = _bounded(run.text)
     look = run.look
     if look in ("code", "name"):
@@ -163,6 +184,10 @@ def _inline_text(run: Inline) -> str:
         return run.text
     if isinstance(run, Bar):
         return _pct(run.share)
+    if isinstance(run, Block):
+        return "; ".join(line for s in run.sections if s.only != "html" for line in _text_section(s))
+    if isinstance(run.text, tuple):
+        return runs_text(run.text)
     value = _bounded(run.text)
     if run.look == "code":
         return f"`{value}`"
@@ -253,13 +278,14 @@ class Table:
     rows: Sequence[Sequence[Runs]]
     look: str = ""
     indent: int = 0  # text: the table moves right, and fits what is left of the width
+    head: bool = True  # HTML, ``full``: False hides the head row (a table of fields and values)
     only: str = ""
 
 
 @dataclass(frozen=True)
 class Pre:
     """A preformatted block (a log, code): ``summary`` folds it in a ``<details>`` in HTML;
-    in text its lines, indented by ``indent``. At most ``MAX_CHARS`` characters, its end kept."""
+    in text its lines, indented by ``indent``; without a summary ``look`` styles the ``<pre>``. At most ``MAX_CHARS`` characters, its end kept."""
 
     body: str
     summary: str = ""
@@ -282,7 +308,18 @@ class Figure:
     only: str = ""
 
 
-Section = Union[Line, Items, KeyValues, Table, Pre, Figure]  # noqa: UP007
+@dataclass(frozen=True)
+class Fold:
+    """Sections folded under a summary line: a ``<details>`` (``open``: unfolded) in HTML; in
+    text the summary, then the sections."""
+
+    summary: str
+    sections: Sequence[Section]
+    open: bool = False
+    only: str = ""
+
+
+Section = Union[Line, Items, KeyValues, Table, Pre, Figure, Fold]  # noqa: UP007
 
 
 @dataclass(frozen=True)
@@ -327,7 +364,8 @@ def _html_rows(table: Table) -> str:
             "".join(f'<col style="width:{int(c.width)}%">' for c in columns) if any(c.width for c in columns) else ""
         )
         group = f"<colgroup>{widths}</colgroup>" if widths else ""
-        return f'<table style="{_FULL_TABLE}">{group}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        thead = "<thead>" if table.head else '<thead style="display:none">'
+        return f'<table style="{_FULL_TABLE}">{group}{thead}<tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     if table.look == "compact":
         styles = [_COMPACT_CELL] * len(columns)
         top = "".join(tag("th", esc(c.head), style=s) for c, s in zip(columns, styles, strict=True))
@@ -354,7 +392,8 @@ def _html_section(section: Section) -> str:
     if isinstance(section, Line):
         body = runs_html(section.runs)
         if section.title:
-            return f'<div title="{esc(_bounded(section.title))}">{body}</div>'
+            style = f' style="{esc(LOOKS[section.look])}"' if LOOKS[section.look] else ""
+            return f'<div title="{esc(_bounded(section.title))}"{style}>{body}</div>'
         return tag("div", body, style=LOOKS[section.look])
     if isinstance(section, Items):
         items = list(section.items)
@@ -375,10 +414,18 @@ def _html_section(section: Section) -> str:
         return _html_table(section)
     if isinstance(section, Pre):
         body = section.body
-        pre = tag("pre", esc(body[-MAX_CHARS:]), style="max-height:20em;overflow:auto" if section.scroll else "")
+        style = "max-height:20em;overflow:auto" if section.scroll else ""
+        if not section.summary and section.look:
+            style = LOOKS[section.look]
+        pre = tag("pre", esc(body[-MAX_CHARS:]), style=style)
         if section.summary:
             return tag("details", tag("summary", esc(section.summary)) + pre, style=LOOKS[section.look])
         return pre
+    if isinstance(section, Fold):
+        body = tag("summary", esc(section.summary)) + "".join(
+            _html_section(s) for s in section.sections if s.only != "text"
+        )
+        return f"<details{' open' if section.open else ''}>{body}</details>"
     if isinstance(section, Figure):
         svg = section.svg() if callable(section.svg) else section.svg
         picture = tag("div", svg, style=_SCROLL) if section.scroll else svg
@@ -427,6 +474,8 @@ def _text_section(section: Section) -> list[str]:
     if isinstance(section, Pre):
         pad = " " * section.indent
         return [pad + line for line in section.body[-MAX_CHARS:].splitlines()]
+    if isinstance(section, Fold):
+        return [section.summary] + [line for s in section.sections if s.only != "html" for line in _text_section(s)]
     if isinstance(section, Figure):
         return list(section.text)
     raise TypeError(f"not a report section: {type(section).__name__}")
