@@ -45,6 +45,15 @@ def every_kind(value: str) -> r.Report:
             r.Pre(value),
             r.Figure("<svg></svg>", caption=value, text=[value]),
             r.Figure("<svg></svg>", text=[value], scroll=True),
+            r.Fold(value, [r.Line(value), r.Table([r.Col(value)], [[value]], look="full", head=False)], open=True),
+            r.Line(
+                (
+                    r.Span((value, r.Span(value, "hover", width=5)), "note"),
+                    r.Block([r.Line(value, look="note", title=value), r.Pre(value, look="source")]),
+                ),
+                cls=value,
+            ),
+            r.KeyValues([(value, (r.Span(value, "name"), value))], look="table"),
         ],
         cls=value,
         style=value,
@@ -252,3 +261,21 @@ def test_the_explorer_views_build_one_report_each():
         assert page == r.html(built) and words == r.text(built), name
     assert "<script" not in e.html_exec_row(row) and HOSTILE in e.text_exec_row(row)
     assert "<script" not in e.html_exec_order(models["exec_order"])
+
+
+def test_the_context_views_build_one_report_each():
+    """``%mscontext KEY`` and a change report render ONE report both ways; a note is escaped."""
+    from msdebug.keys import CATALOG, UNSET
+    from msdebug.settings import Change, ChangeReport, KeyInfo
+    from msdebug.views import context as c
+
+    key = CATALOG["mode"]
+    info = KeyInfo(key, "2.10", value=UNSET, default=key.default, device="CPU", extra=(HOSTILE,))
+    report = ChangeReport((Change(key, UNSET, key.default, note=HOSTILE),), (HOSTILE,))
+    for name, model in (("key_info", info), ("change_report", report), ("change_report", ChangeReport(()))):
+        built = getattr(c, f"build_{name}")(model)
+        assert isinstance(built, r.Report), name
+        page, words = getattr(c, f"html_{name}")(model), getattr(c, f"text_{name}")(model)
+        assert page == r.html(built) and words == r.text(built), name
+        assert "<script" not in page
+    assert HOSTILE in c.text_key_info(info) and c.text_change_report(ChangeReport(())) == "nothing changed"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..keys import ALL_DEVICES, UNREAD, UNSET, ContextKey, Flag, Integer
+from . import report as r
 from ._html import CHANGED_MARK, FADED, LEFT, NOTE, STRONG, esc, tag
 
-__all__ = [
+__all__ = [  # the names views/__init__ lists (it imports this module lazily); build_* stay off it
     "html_change_report",
     "html_key_info",
     "html_state",
@@ -196,21 +197,29 @@ def _example(key: ContextKey, value: Any) -> str:
     return f"%mscontext {key.name}={typed}  ·  msdebug.set({key.name}={python})"
 
 
-def text_key_info(info) -> str:
+def build_key_info(info) -> r.Report:
+    """Everything about one key: what it takes, its value and default, where it works, how to set it."""
     key = info.key
-    lines = [f"{key.name} ({key.kind.label})", f"  {key.help}"]
-    lines += [f"  {name:<11} {text}" for name, text in _info_fields(info)]
-    return "\n".join(lines)
+    fields = _info_fields(info)
+    return r.Report(
+        [
+            r.Line((r.Span(key.name, "name"), f" ({key.kind.label})"), look="strong", cls="ms-summary", only="html"),
+            r.Line(key.help, only="html"),
+            r.KeyValues(fields, look="table", only="html"),
+            r.Line(f"{key.name} ({key.kind.label})", only="text"),
+            r.Line(f"  {key.help}", only="text"),
+            *(r.Line(f"  {name:<11} {text}", only="text") for name, text in fields),
+        ],
+        cls="msdebug",
+    )
+
+
+def text_key_info(info) -> str:
+    return r.text(build_key_info(info))
 
 
 def html_key_info(info) -> str:
-    key = info.key
-    rows = "".join(
-        tag("tr", tag("th", esc(name), style=LEFT) + tag("td", esc(text), style=LEFT))
-        for name, text in _info_fields(info)
-    )
-    title = tag("div", tag("code", esc(key.name)) + esc(f" ({key.kind.label})"), "ms-summary", STRONG)
-    return tag("div", title + tag("div", esc(key.help)) + f"<table>{rows}</table>", "msdebug")
+    return r.html(build_key_info(info))
 
 
 # --------------------------------------------------------------------------- changes
@@ -225,13 +234,21 @@ def _change_lines(report) -> list[str]:
     return lines + [f"note: {note}" for note in report.notes]
 
 
+# One block, a line per change: an inline <code> with <br> indents its first line only.
+_CHANGES = (
+    "font-family:monospace;background:rgba(127,127,127,.08);padding:2px 6px;white-space:pre-wrap;overflow-wrap:anywhere"
+)
+
+
+def build_change_report(report) -> r.Report:
+    """What one call changed, a line per key, then its notes."""
+    lines = _change_lines(report) or ["nothing changed"]
+    return r.Report([r.Line(line) for line in lines], cls="msdebug ms-changes", style=_CHANGES)
+
+
 def text_change_report(report) -> str:
-    return "\n".join(_change_lines(report)) or "nothing changed"
+    return r.text(build_change_report(report))
 
 
 def html_change_report(report) -> str:
-    lines = _change_lines(report) or ["nothing changed"]
-    # One block, a line per change: an inline <code> with <br> indents its first line only.
-    body = "".join(tag("div", esc(line)) for line in lines)
-    style = "font-family:monospace;background:rgba(127,127,127,.08);padding:2px 6px;white-space:pre-wrap;overflow-wrap:anywhere"
-    return tag("div", body, "msdebug ms-changes", style)
+    return r.html(build_change_report(report))

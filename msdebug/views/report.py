@@ -227,6 +227,7 @@ class Line:
     look: str = ""
     indent: int = 0
     title: str = ""
+    cls: str = ""  # HTML: the class of its ``<div>``
     only: str = ""
 
 
@@ -249,10 +250,12 @@ class Items:
 
 @dataclass(frozen=True)
 class KeyValues:
-    """``key: value`` pairs, one a line in both forms."""
+    """``key: value`` pairs, one a line in both forms; ``look`` ``table``: in HTML a ``<table>``
+    of them, the key a row's ``<th>``, the value its ``<td>``."""
 
     pairs: Sequence[tuple[str, Runs]]
     indent: int = 0
+    look: str = ""
     only: str = ""
 
 
@@ -394,7 +397,7 @@ def _html_section(section: Section) -> str:
         if section.title:
             style = f' style="{esc(LOOKS[section.look])}"' if LOOKS[section.look] else ""
             return f'<div title="{esc(_bounded(section.title))}"{style}>{body}</div>'
-        return tag("div", body, style=LOOKS[section.look])
+        return tag("div", body, cls=section.cls, style=LOOKS[section.look])
     if isinstance(section, Items):
         items = list(section.items)
         shown = "".join(tag("li", runs_html(item)) for item in items[:MAX_ROWS])
@@ -406,6 +409,12 @@ def _html_section(section: Section) -> str:
         return tag("ul", shown + more, style=LOOKS[section.look]) + cut
     if isinstance(section, KeyValues):
         pairs = list(section.pairs)
+        if section.look == "table":
+            rows = "".join(
+                tag("tr", tag("th", esc(_bounded(key)), style=LEFT) + tag("td", runs_html(value), style=LEFT))
+                for key, value in pairs[:MAX_ROWS]
+            )
+            return f"<table>{rows}</table>" + _html_cut(len(pairs), "items")
         lines = "".join(
             tag("div", esc(_bounded(key)) + esc(": ") + runs_html(value)) for key, value in pairs[:MAX_ROWS]
         )
