@@ -54,6 +54,15 @@ def every_kind(value: str) -> r.Report:
                 cls=value,
             ),
             r.KeyValues([(value, (r.Span(value, "name"), value))], look="table"),
+            r.Table(
+                [r.Col(value, Column(value), width=50), r.Col(value, Column(value), width=50)],
+                [
+                    r.Row([value], cls=value, heading=True),
+                    r.Row([r.Cell(value, look="value", title=value, cls=value), value], cls=value, look="faded"),
+                    [value, r.Cell((r.Span(value, "name"), r.Block([r.Line(value, cls=value)])))],
+                ],
+                look="grid",
+            ),
         ],
         cls=value,
         style=value,
@@ -264,7 +273,11 @@ def test_the_explorer_views_build_one_report_each():
 
 
 def test_the_context_views_build_one_report_each():
-    """``%mscontext KEY`` and a change report render ONE report both ways; a note is escaped."""
+    """``%mscontext``'s table, ``%mscontext KEY`` and a change report render ONE report both
+    ways; a note is escaped."""
+    import dataclasses
+
+    from msdebug import settings
     from msdebug.keys import CATALOG, UNSET
     from msdebug.settings import Change, ChangeReport, KeyInfo
     from msdebug.views import context as c
@@ -272,10 +285,15 @@ def test_the_context_views_build_one_report_each():
     key = CATALOG["mode"]
     info = KeyInfo(key, "2.10", value=UNSET, default=key.default, device="CPU", extra=(HOSTILE,))
     report = ChangeReport((Change(key, UNSET, key.default, note=HOSTILE),), (HOSTILE,))
-    for name, model in (("key_info", info), ("change_report", report), ("change_report", ChangeReport(()))):
+    state = settings.state(all_keys=True)
+    rows = tuple(dataclasses.replace(x, note=HOSTILE, changed=True) for x in state.rows[:4]) + state.rows[4:]
+    state = dataclasses.replace(state, rows=rows, removed=(HOSTILE,))
+    pairs = [("key_info", info), ("change_report", report), ("change_report", ChangeReport(())), ("state", state)]
+    for name, model in pairs:
         built = getattr(c, f"build_{name}")(model)
         assert isinstance(built, r.Report), name
         page, words = getattr(c, f"html_{name}")(model), getattr(c, f"text_{name}")(model)
         assert page == r.html(built) and words == r.text(built), name
         assert "<script" not in page
     assert HOSTILE in c.text_key_info(info) and c.text_change_report(ChangeReport(())) == "nothing changed"
+    assert c.html_state(state).count('class="ms-changed"') >= 4 and HOSTILE in c.text_state(state)

@@ -6,7 +6,6 @@ from typing import Any
 
 from ..keys import ALL_DEVICES, UNREAD, UNSET, ContextKey, Flag, Integer
 from . import report as r
-from ._html import CHANGED_MARK, FADED, LEFT, NOTE, STRONG, esc, tag
 
 __all__ = [  # the names views/__init__ lists (it imports this module lazily); build_* stay off it
     "html_change_report",
@@ -49,7 +48,8 @@ def _clip(text: str, width: int = _TEXT_VALUE_WIDTH) -> str:
 # --------------------------------------------------------------------------- table
 
 
-def text_state(state) -> str:
+def _text_lines(state) -> list[str]:
+    """The table in a terminal: a block per group, its columns lined up with spaces."""
     lines = [state.summary()]
     groups = state.groups()
     if not groups:
@@ -76,85 +76,87 @@ def text_state(state) -> str:
         lines.append(f"removed or ignored in MindSpore {state.version}: {', '.join(state.removed)}")
     elif state.hidden_removed:
         lines.append(f"{state.hidden_removed} removed or ignored keys are not listed; %mscontext KEY explains one")
-    return "\n".join(lines)
+    return lines
 
 
 _COLUMNS = ("key", "value", "default", "platforms", "status")
 _WIDTHS = (22, 17, 14, 9, 38)
-_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse"
-_CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere"
-# A value never breaks mid-word (PYNATIVE_MODE (1)); a long one is cut, the whole of it on hover.
-_VALUE = "text-align:left;vertical-align:top;white-space:nowrap;overflow:hidden;text-overflow:ellipsis"
-_GROUP = f"{LEFT};{STRONG};padding-top:6px;border-bottom:1px solid #ccc"
 
 
-def _grouped_table(groups: list[tuple[str, list]]) -> str:
+def _grouped_table(groups: list[tuple[str, list]]) -> r.Table:
     """One table for every group (the columns line up), a heading row per group."""
-    cols = "".join(f'<col style="width:{w}%">' for w in _WIDTHS)
-    head = "".join(tag("th", esc(h), style=_CELL) for h in _COLUMNS)
-    body = "".join(
-        tag("tr", f'<th colspan="5" style="{_GROUP}">{esc(f"{title} ({len(rows)})")}</th>', "ms-group")
-        + "".join(_html_row(row) for row in rows)
-        for title, rows in groups
+    rows: list = []
+    for title, group in groups:
+        rows.append(r.Row([f"{title} ({len(group)})"], cls="ms-group", heading=True))
+        rows += [_row(row) for row in group]
+    columns = [r.Col(head, width=width) for head, width in zip(_COLUMNS, _WIDTHS, strict=True)]
+    return r.Table(columns, rows, look="grid", only="html")
+
+
+def _row(row) -> r.Row:
+    classes = " ".join(c for c in ("ms-changed" if row.changed else "", "" if row.applies else "ms-inert") if c)
+    note = (r.Block([r.Line(row.note, look="note", cls="ms-note")]),) if row.note else ()
+    value, default = value_text(row.key, row.value), value_text(row.key, row.default)
+    cells = (
+        r.Cell(r.Span(row.key.name, "name"), look="cell-marked" if row.changed else "cell"),
+        r.Cell(r.Span(value, "name"), look="value-strong" if row.changed else "value", title=value, cls="ms-value"),
+        r.Cell(r.Span(default, "name"), look="value-plain", title=default),
+        platforms_text(row.key),
+        (status_text(row.key), *note),
     )
-    return f'<table style="{_TABLE}"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return r.Row(cells, cls=classes, look="" if row.applies else "faded")
 
 
-def html_state(state) -> str:
-    parts = [tag("div", esc(state.summary()), "ms-summary", STRONG)]
+def build_state(state) -> r.Report:
+    """The context table: the keys that matter here first, by group; keys that do nothing on
+    this device (and keys of other versions) one click away."""
+    sections: list = [
+        r.Line(state.summary(), look="strong", cls="ms-summary", only="html"),
+        *(r.Line(line, only="text") for line in _text_lines(state)),
+    ]
     groups = state.groups()
     if not groups:
         note = "Every key has its default value." if state.changed_only else "No keys."
-        parts.append(tag("div", esc(note), "ms-note", NOTE))
-        return tag("div", "".join(parts), "msdebug")
-    # What matters here first; keys that do nothing on this device one click away.
-    shown = [(title, [r for r in rows if r.applies or r.changed]) for title, rows in groups]
-    folded = [(title, [r for r in rows if not (r.applies or r.changed)]) for title, rows in groups]
+        sections.append(r.Line(note, look="note", cls="ms-note", only="html"))
+        return r.Report(sections, cls="msdebug")
+    shown = [(title, [x for x in rows if x.applies or x.changed]) for title, rows in groups]
+    folded = [(title, [x for x in rows if not (x.applies or x.changed)]) for title, rows in groups]
     shown, folded = [g for g in shown if g[1]], [g for g in folded if g[1]]
     if shown:
-        parts.append(_grouped_table(shown))
+        sections.append(_grouped_table(shown))
     inert = sum(len(rows) for _, rows in folded)
-    if inert or (state.removed and not state.changed_only):
-        device = state.device.target
-        words = [f"{inert} keys that do nothing on {device}"] if inert else []
-        if state.removed and not state.changed_only:
+    removed = state.removed and not state.changed_only
+    if inert or removed:
+        words = [f"{inert} keys that do nothing on {state.device.target}"] if inert else []
+        inside: list = [_grouped_table(folded)] if folded else []
+        if removed:
             words.append(f"{len(state.removed)} removed or ignored keys")
-        body = _grouped_table(folded) if folded else ""
-        if state.removed and not state.changed_only:
-            body += tag(
-                "div",
-                esc(
-                    f"removed or ignored in MindSpore {state.version}: {', '.join(state.removed)} (%mscontext KEY explains one)"
-                ),
-                "ms-note",
-                NOTE,
+            inside.append(
+                r.Line(
+                    f"removed or ignored in MindSpore {state.version}: {', '.join(state.removed)} "
+                    "(%mscontext KEY explains one)",
+                    look="note",
+                    cls="ms-note",
+                )
             )
-        summary = tag("summary", esc("show all: " + " · ".join(words)), style=NOTE)
-        parts.append(f"<details{' open' if state.all_keys else ''}>{summary}{body}</details>")
-    parts.append(
-        tag(
-            "div",
-            esc("marked and bold: differs from its default · faded: does nothing on this device"),
-            "ms-note",
-            NOTE,
+        sections.append(r.Fold("show all: " + " · ".join(words), inside, open=state.all_keys, look="note", only="html"))
+    sections.append(
+        r.Line(
+            "marked and bold: differs from its default · faded: does nothing on this device",
+            look="note",
+            cls="ms-note",
+            only="html",
         )
     )
-    return tag("div", "".join(parts), "msdebug")
+    return r.Report(sections, cls="msdebug")
 
 
-def _html_row(row) -> str:
-    classes = " ".join(c for c in ("ms-changed" if row.changed else "", "" if row.applies else "ms-inert") if c)
-    status = esc(status_text(row.key)) + (tag("div", esc(row.note), "ms-note", NOTE) if row.note else "")
-    value, default = value_text(row.key, row.value), value_text(row.key, row.default)
-    cells = (
-        tag("td", tag("code", esc(row.key.name)), style=f"{_CELL};{CHANGED_MARK}" if row.changed else _CELL),
-        f'<td class="ms-value" title="{esc(value)}" style="{_VALUE};{STRONG if row.changed else ""}">'
-        f"{tag('code', esc(value))}</td>",
-        f'<td title="{esc(default)}" style="{_VALUE}">{tag("code", esc(default))}</td>',
-        tag("td", esc(platforms_text(row.key)), style=_CELL),
-        tag("td", status, style=_CELL),
-    )
-    return tag("tr", "".join(cells), classes, "" if row.applies else FADED)
+def text_state(state) -> str:
+    return r.text(build_state(state))
+
+
+def html_state(state) -> str:
+    return r.html(build_state(state))
 
 
 # --------------------------------------------------------------------------- one key

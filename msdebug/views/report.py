@@ -20,13 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-from ._html import BREAK_ANYWHERE, FADED, LEFT, NOTE, STRONG, esc, hover, scope, tag
+from ._html import BREAK_ANYWHERE, CHANGED_MARK, FADED, LEFT, NOTE, STRONG, esc, hover, scope, tag
 from ._text import Column, current_width, fit_table, shorten
 
 __all__ = [
     "Bar",
     "Block",
     "Break",
+    "Cell",
     "Col",
     "Figure",
     "Fold",
@@ -35,6 +36,7 @@ __all__ = [
     "Line",
     "Pre",
     "Report",
+    "Row",
     "Sep",
     "Span",
     "Table",
@@ -53,6 +55,10 @@ _BAR = "display:inline-block;height:.8em;background:#4a90d9;vertical-align:middl
 _COMPACT_CELL = f"{LEFT};padding:1px 8px;vertical-align:top;{BREAK_ANYWHERE}"
 _FULL_CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:normal"
 _FULL_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse;margin:2px 0"
+_GRID_CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere"
+_GRID_TABLE = "table-layout:fixed;width:100%;border-collapse:collapse"
+# A value never breaks mid-word (PYNATIVE_MODE (1)); a long one is cut, the whole of it on hover.
+_VALUE = "text-align:left;vertical-align:top;white-space:nowrap;overflow:hidden;text-overflow:ellipsis"
 _BOX = "max-width:100%;overflow-wrap:anywhere"
 _SCROLL = "max-height:560px;overflow-y:auto;overflow-x:hidden"
 # The looks a line, a list or a span may have, as the inline styles of msdebug's HTML.
@@ -79,6 +85,13 @@ LOOKS = {
     "source": "margin:0;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere",  # code in a cell
     "source-cell": "margin:0;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere;"
     "border-left:3px solid #4a90d9;padding-left:4px",  # a notebook cell's code in a cell
+    # The cells of a ``grid`` table (:class:`Cell`) and its heading rows (:class:`Row`).
+    "cell": _GRID_CELL,
+    "cell-marked": f"{_GRID_CELL};{CHANGED_MARK}",
+    "value": f"{_VALUE};",
+    "value-strong": f"{_VALUE};{STRONG}",
+    "value-plain": _VALUE,
+    "group": f"{LEFT};{STRONG};padding-top:6px;border-bottom:1px solid #ccc",
 }
 
 
@@ -271,14 +284,37 @@ class Col:
 
 
 @dataclass(frozen=True)
+class Cell:
+    """A cell of a ``grid`` table with attributes of its own in HTML: its style (a look), the
+    whole of its value on hover (``title``) and a class. Text shows its runs."""
+
+    runs: Runs
+    look: str = "cell"
+    title: str = ""
+    cls: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row of a ``grid`` table with a class and a look in HTML; ``heading``: its one cell
+    spans every column (a group's title; HTML only, text leaves it out)."""
+
+    cells: Sequence[Runs | Cell]
+    cls: str = ""
+    look: str = ""
+    heading: bool = False
+
+
+@dataclass(frozen=True)
 class Table:
     """A table: at most ``MAX_ROWS`` rows of :data:`Inline` cells. In HTML the ``left`` columns
     (from the first) align left and the first of them wraps anywhere; ``look`` ``compact``: every
-    column does, with padding; ``full``: as wide as the output area, every column left-aligned.
+    column does, with padding; ``full``: as wide as the output area, every column left-aligned;
+    ``grid``: as ``full``, its rows may be :class:`Row` and its cells :class:`Cell`.
     In text the columns with a :class:`Col.text` go through ``fit_table``."""
 
     columns: Sequence[Col]
-    rows: Sequence[Sequence[Runs]]
+    rows: Sequence[Sequence[Runs] | Row]
     look: str = ""
     indent: int = 0  # text: the table moves right, and fits what is left of the width
     head: bool = True  # HTML, ``full``: False hides the head row (a table of fields and values)
@@ -319,6 +355,7 @@ class Fold:
     summary: str
     sections: Sequence[Section]
     open: bool = False
+    look: str = ""  # the summary line's
     only: str = ""
 
 
@@ -351,9 +388,36 @@ def _html_table(table: Table) -> str:
     return _html_rows(table) + _html_cut(len(table.rows), "rows")
 
 
+def _grid_cell(cell: Runs | Cell) -> str:
+    if not isinstance(cell, Cell):
+        return tag("td", runs_html(cell), style=_GRID_CELL)
+    attrs = (f' class="{esc(cell.cls)}"' if cell.cls else "") + (
+        f' title="{esc(_bounded(cell.title))}"' if cell.title else ""
+    )
+    return f'<td{attrs} style="{esc(LOOKS[cell.look])}">{runs_html(cell.runs)}</td>'
+
+
+def _grid_row(row: Sequence[Runs] | Row, width: int) -> str:
+    if not isinstance(row, Row):
+        return tag("tr", "".join(_grid_cell(cell) for cell in row))
+    if row.heading:
+        body = f'<th colspan="{width}" style="{esc(LOOKS["group"])}">{runs_html(row.cells[0])}</th>'
+    else:
+        body = "".join(_grid_cell(cell) for cell in row.cells)
+    return tag("tr", body, cls=row.cls, style=LOOKS[row.look])
+
+
 def _html_rows(table: Table) -> str:
     columns = list(table.columns)
     rows = list(table.rows)[:MAX_ROWS]
+    if table.look == "grid":
+        head = "".join(tag("th", esc(c.head), style=_GRID_CELL) for c in columns)
+        widths = "".join(f'<col style="width:{int(c.width)}%">' for c in columns)
+        body = "".join(_grid_row(row, len(columns)) for row in rows)
+        return (
+            f'<table style="{_GRID_TABLE}"><colgroup>{widths}</colgroup><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>"
+        )
     if table.look == "full":
         head = "".join(tag("th", esc(c.head), style=_FULL_CELL) for c in columns)
         styles = [_FULL_CELL + (";font-family:monospace" if c.mono else "") for c in columns]
@@ -431,7 +495,7 @@ def _html_section(section: Section) -> str:
             return tag("details", tag("summary", esc(section.summary)) + pre, style=LOOKS[section.look])
         return pre
     if isinstance(section, Fold):
-        body = tag("summary", esc(section.summary)) + "".join(
+        body = tag("summary", esc(section.summary), style=LOOKS[section.look]) + "".join(
             _html_section(s) for s in section.sections if s.only != "text"
         )
         return f"<details{' open' if section.open else ''}>{body}</details>"
@@ -475,7 +539,12 @@ def _text_section(section: Section) -> list[str]:
     if isinstance(section, Table):
         kept = [i for i, column in enumerate(section.columns) if column.text is not None]
         columns = [section.columns[i].text for i in kept]
-        rows = [[runs_text(row[i]) for i in kept] for row in list(section.rows)[:MAX_ROWS]]
+        cells = [
+            [c.runs if isinstance(c, Cell) else c for c in (row.cells if isinstance(row, Row) else row)]
+            for row in list(section.rows)[:MAX_ROWS]
+            if not (isinstance(row, Row) and row.heading)
+        ]
+        rows = [[runs_text(row[i]) for i in kept] for row in cells]
         cut = _cut(len(section.rows), "rows")
         pad = " " * section.indent
         lines = [pad + line for line in fit_table(columns, rows, current_width() - section.indent)]
