@@ -1,8 +1,10 @@
 """The explorer of an RDR or save_graphs tree (:mod:`msdebug.dumps.explorer`: summary, graph IR,
 execution order, memory, diff, .pb and .dot files) -> escaped HTML and text.
 
-Everything in a dump is untrusted: names, IR text and paths go through ``esc``. Tables
-are bounded by the models (``limit``) and say "showing N of M".
+Each view builds one :class:`~msdebug.views.report.Report` (``build_summary``, ``build_graph``...)
+and renders it both ways. Everything in a dump is untrusted: names, IR text and paths are plain
+text in the report, which escapes them. Tables are bounded by the models (``limit``) and say
+"showing N of M".
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ belongs to with ``only``; everything else is shown by both.
 
 Inline pieces of a line (:data:`Inline`): a plain ``str``, a :class:`Span` (a look: strong,
 good, bad, code, a scope name...), a :class:`Bar` (a share drawn as a bar in HTML, a percentage
-in text), a :class:`Sep` (a separator that differs between the forms, `` · `` and ``, ``) and a
-:class:`Break` (a line break in an HTML cell).
+in text), a :class:`Sep` (a separator that differs between the forms, `` · `` and ``, ``), a
+:class:`Break` (a line break in an HTML cell) and a :class:`Block` (sections inside a table cell).
+A ``grid`` table's rows and cells may carry attributes of their own (:class:`Row`, :class:`Cell`).
 """
 
 from __future__ import annotations
