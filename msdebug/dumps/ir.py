@@ -286,10 +286,7 @@ class IrGraph:
     @property
     def op_counts(self) -> Counter:
         """How often each op occurs in this graph (``call`` for calls of graphs and values)."""
-        counts: Counter = Counter()
-        for raw, number in Counter(self.raw_ops).items():
-            counts[_op_name(raw)] += number
-        return counts
+        return _op_counts(self.raw_ops)
 
     @property
     def nodes(self) -> list[IrNode]:
@@ -474,12 +471,8 @@ class IrFile:
         return sum(graph.node_count for graph in self.graphs._made.values())
 
     def op_counts(self) -> Counter:
-        """How often each op occurs, most common first."""
-        total: Counter = Counter()
-        raw = chain.from_iterable(graph.raw_ops for graph in self.graphs._made.values())
-        for op, number in Counter(raw).items():
-            total[_op_name(op)] += number  # one Counter for the file, not one per graph
-        return total
+        """How often each op occurs, most common first (one count over every graph's ops)."""
+        return _op_counts(chain.from_iterable(graph.raw_ops for graph in self.graphs._made.values()))
 
     def graph(self, name: str) -> IrGraph:
         index = self.graphs.find(name)
@@ -536,6 +529,15 @@ _NO_NODES: list = []  # shared by every empty graph; never appended to
 def _header_number(digits: bytes) -> int | None:
     """A count the header states; None beyond int64 (no dump holds that many of anything)."""
     return ascii_number(digits.decode("ascii"))
+
+
+def _op_counts(raw_ops: Iterable[bytes]) -> Counter:
+    """How often each op occurs among ``raw_ops``: the raw bytes are counted first, so each
+    distinct op is decoded once, however many nodes (or graphs) hold it."""
+    counts: Counter = Counter()
+    for raw, number in Counter(raw_ops).items():
+        counts[_op_name(raw)] += number
+    return counts
 
 
 def _op_name(raw: bytes) -> str:
