@@ -92,10 +92,8 @@ class Lab:
         """
         import json
 
-        def get(path: str):
-            return json.loads(urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=30).read())
-
-        for kernel in get("/api/kernels"):
+        listing = urllib.request.urlopen(f"{self.url}/api/kernels?token={self.token}", timeout=30).read()
+        for kernel in json.loads(listing):
             path = f"/api/kernels/{kernel['id']}"
             request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method="DELETE")
             deadline = time.monotonic() + START_TIMEOUT_S
@@ -272,19 +270,14 @@ def run_all_cells(page) -> None:
     As with :func:`press_shift_enter`, a click on a busy machine can reach the page before it is
     ready: the menu is used again only while that cell is still at ``[ ]``, so none runs twice.
     """
-    from playwright.sync_api import expect
 
-    first = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").first.locator(".jp-InputPrompt")
-    for attempt in range(3):
+    def use_the_menu() -> None:
         answer_dialogs(page)
         page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-        try:
-            expect(first).not_to_have_text("[ ]:", timeout=60_000)
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
+
+    first = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").first.locator(".jp-InputPrompt")
+    _until_queued(first, use_the_menu)
 
 
 def press_shift_enter(cell) -> None:
@@ -297,13 +290,24 @@ def press_shift_enter(cell) -> None:
     """
     from playwright.sync_api import expect
 
-    prompt = cell.locator(".jp-InputPrompt")
     editor = cell.locator(".jp-InputArea-editor")
-    for attempt in range(3):
+
+    def press() -> None:
         answer_dialogs(cell.page)
         editor.click()
         expect(editor.locator(".cm-content")).to_be_focused()
         cell.page.keyboard.press("Shift+Enter")
+
+    _until_queued(cell.locator(".jp-InputPrompt"), press)
+
+
+def _until_queued(prompt, act) -> None:
+    """``act`` (a keypress, a menu click), then wait until ``prompt`` leaves ``[ ]``: up to three
+    times, and again only while it is still at ``[ ]``, so nothing is queued twice."""
+    from playwright.sync_api import expect
+
+    for attempt in range(3):
+        act()
         try:
             expect(prompt).not_to_have_text("[ ]:", timeout=60_000)
             return
