@@ -12,6 +12,8 @@ import tempfile
 import textwrap
 import time
 
+from warm import zygote as warm_interpreter
+
 
 def kernel_env() -> dict[str, str]:
     """The environment a Jupyter server gives a kernel.
@@ -23,8 +25,20 @@ def kernel_env() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
 
 
-def run_python(code: str, timeout: float = 180, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter of this environment; returns its output."""
+def run_python(
+    code: str, timeout: float = 180, env: dict[str, str] | None = None, warm: bool = True
+) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter of this environment; returns its output.
+
+    ``warm``: the interpreter starts with MindSpore already imported (a fork of this test
+    process's warm interpreter, see warm.py), where ``env`` is the kernels' environment.
+    ``warm=False`` for a test about what happens at import, or that interrupts the process at
+    any moment until it exits.
+    """
+    if warm and env is None:
+        zygote = warm_interpreter(kernel_env())
+        if zygote is not None:
+            return zygote.run(textwrap.dedent(code), os.getcwd(), timeout)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -50,13 +64,13 @@ class ShellOutput(list):
     stderr: str = ""
 
 
-def fresh_shell(code: str, env: dict[str, str] | None = None) -> ShellOutput:
+def fresh_shell(code: str, env: dict[str, str] | None = None, warm: bool = True) -> ShellOutput:
     """Run ``code`` in a new IPython shell ``ip`` in a fresh interpreter; returns its stdout lines.
 
-    The code also has ``os``, ``sys`` and ``UsageError``. A non-zero exit fails the test with
-    the interpreter's stderr in the message.
+    The code also has ``os``, ``sys`` and ``UsageError``; ``warm`` as in :func:`run_python`. A
+    non-zero exit fails the test with the interpreter's stderr in the message.
     """
-    result = run_python(FRESH_SHELL + textwrap.dedent(code), env=env)
+    result = run_python(FRESH_SHELL + textwrap.dedent(code), env=env, warm=warm)
     assert result.returncode == 0, f"the fresh shell exited with {result.returncode}:\n{result.stderr[-4000:]}"
     lines = ShellOutput(result.stdout.splitlines())
     lines.stderr = result.stderr

@@ -55,7 +55,7 @@ def test_without_mindspore_the_own_schema_gives_the_same_items():
         log = read_print_file({str(DATA / "all_dtypes.pb")!r})
         print(_message_classes()[2], len(log.items), log.items[0].text, log.items[1].values.tolist())
     """
-    out = run_python(code)
+    out = run_python(code, warm=False)  # a process that never imported MindSpore
     assert out.returncode == 0, out.stderr
     assert out.stdout.split(" ", 3)[:3] == ["msdebug", "37", "Bool:"]
     assert out.stdout.strip().endswith("[[False, True, False], [True, False, True]]")
