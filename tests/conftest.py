@@ -75,3 +75,35 @@ def kernel():
     k = Kernel()
     yield k
     k.close()
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's ``loadscope`` (each module whole on one worker, so module fixtures are made once),
+    with the longest work first, so that no worker is left alone with it at the end.
+
+    xdist hands out the modules with the most tests first; a browser test is long (JupyterLab,
+    Chromium, a kernel) however few there are. So each browser test is a unit of its own (they
+    share no module fixture; each worker has its own JupyterLab) and they go first, then the
+    modules with the most tests.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LongestFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if _is_browser(nodeid) else super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_ordered", False):
+                units = sorted(self.workqueue.items(), key=lambda unit: (not _is_browser(unit[0]), -len(unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self._ordered = True
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
+def _is_browser(nodeid: str) -> bool:
+    """A test of a browser module (test_browser*.py, test_*_browser.py)."""
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return module.startswith("test_browser") or module.endswith("_browser.py")
