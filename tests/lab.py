@@ -198,21 +198,49 @@ def lab(shared_lab: Lab, request) -> Iterator[Lab]:
     shared_lab.shut_down_kernels()
 
 
+_driver = None  # this test process's Playwright (its driver is a node process), started on first use
+_profile: str | None = None  # the Chromium profile its browsers share: JupyterLab's scripts stay cached
+
+
+def _playwright():
+    global _driver, _profile
+    if _driver is None:
+        import atexit
+        import tempfile
+
+        from playwright.sync_api import sync_playwright
+
+        _driver = sync_playwright().start()
+        _profile = tempfile.mkdtemp(prefix="msdebug-chromium-")
+        atexit.register(shutil.rmtree, _profile, ignore_errors=True)
+        atexit.register(_driver.stop)
+    return _driver
+
+
 @contextlib.contextmanager
 def chromium(width: int = 1280, height: int = 1400):
-    """A headless page of Debian's Chromium, with Playwright's waits set to a cell's timeout."""
-    from playwright.sync_api import expect, sync_playwright
+    """A headless page of Debian's Chromium, with Playwright's waits set to a cell's timeout.
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(CELL_TIMEOUT_MS)
-            # expect() has its own timeout (5 s by default), which page.set_default_timeout does not change.
-            expect.set_options(timeout=CELL_TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
+    Each call starts a new browser; the browsers of one test process share a profile, so the
+    second loads JupyterLab from its cache (the notebooks and kernels are each test's own).
+    """
+    from playwright.sync_api import expect
+
+    browser = _playwright().chromium.launch_persistent_context(
+        _profile,
+        executable_path=CHROMIUM,
+        headless=True,
+        args=CHROMIUM_ARGS,
+        viewport={"width": width, "height": height},
+    )
+    try:
+        page = browser.pages[0]  # a persistent context opens with one page
+        page.set_default_timeout(CELL_TIMEOUT_MS)
+        # expect() has its own timeout (5 s by default), which page.set_default_timeout does not change.
+        expect.set_options(timeout=CELL_TIMEOUT_MS)
+        yield page
+    finally:
+        browser.close()
 
 
 def open_notebook(page, lab: Lab, name: str, cells: int):
