@@ -97,6 +97,22 @@ _OVERFLOW = """
 """
 
 
+# Every output shown has rendered (a widget's area holds its view once its model has arrived), and
+# the outputs' widgets and widths have stayed the same for 10 frames in a row.
+_SETTLED = """
+() => {
+  const shown = '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output:not(.lm-mod-hidden)';
+  const outputs = Array.from(document.querySelectorAll(shown));
+  const rendered = outputs.every(el => el.dataset.mimeType || el.querySelector('.jupyter-widgets'));
+  const shape = outputs.map(el => el.querySelectorAll('.jupyter-widgets').length + ':' + el.scrollWidth).join();
+  const same = rendered && shape === window.__msdebugShape;
+  window.__msdebugShape = shape;
+  window.__msdebugFrames = same ? (window.__msdebugFrames || 0) + 1 : 0;
+  return window.__msdebugFrames >= 10;
+}
+"""
+
+
 @pytest.mark.parametrize("notebook", TUTORIALS)
 def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, notebook):
     from playwright.sync_api import expect
@@ -111,8 +127,8 @@ def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, 
         ).to_have_count(1)
         outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
         assert outputs.count() > 0
-        # Widgets lay out after their models arrive: let every output settle before measuring.
-        page.wait_for_timeout(1000)
+        # Widgets lay out after their models arrive: measure once every output has settled.
+        page.wait_for_function(_SETTLED, polling="raf")
         overflowing = page.evaluate(_OVERFLOW)
         if notebook.startswith("04_"):
             _click_through_the_explorer(page, code, tmp_path)
