@@ -76,7 +76,7 @@ ip.run_line_magic("load_ext", "msdebug"); b = hooks()
 ip.run_line_magic("unload_ext", "msdebug"); c = hooks()
 print(a, b, c, "mindspore" in sys.modules, "ipywidgets" in sys.modules)
 """,
-        warm=False,  # whether loading imports MindSpore: a process that has not
+        warm=False,  # it asks whether loading imports MindSpore: a process that never did
     )
     assert out[-1] == "2 2 0 False False"
 
