@@ -70,6 +70,16 @@ class Frontend:
         sent = self._request("comm_open", {"comm_id": self.comm_id, "target_name": "msdebug", "data": {"protocol": 1}})
         return self.mine(sent)
 
+    def comm_info(self) -> dict:
+        """The kernel's ``comm_info`` for the target, as the extension asks for it."""
+        client = self.kernel.client
+        msg = client.session.msg("comm_info_request", {"target_name": "msdebug"})
+        client.shell_channel.send(msg)
+        reply = client.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            reply = client.get_shell_msg(timeout=60)
+        return reply["content"]["comms"]
+
     def command(self, request_id: int, action: str, **fields) -> list[dict]:
         data = {"protocol": PROTOCOL, "kind": "command", "id": request_id, "action": action, **fields}
         return self.mine(self._request("comm_msg", {"comm_id": self.comm_id, "data": data}))
@@ -116,18 +126,19 @@ def frontend():
         kernel.close()
 
 
-def test_loading_opens_a_comm_and_connecting_sends_the_state(frontend):
+def test_loading_lists_a_sign_opens_nothing_and_connecting_sends_the_state(frontend):
+    assert frontend.comm_info() == {}
     _, messages = frontend.run("%load_ext msdebug")
-    opened = [m for m in messages if m["msg_type"] == "comm_open"]
-    assert [m["content"]["target_name"] for m in opened] == ["msdebug"]
-    first = valid(opened[0]["content"]["data"])
-    assert first["protocol"] == PROTOCOL and first["kind"] == "state"
-    # MindSpore is not imported yet: the state says so without importing it.
-    assert first["state"]["mindspore"] is None
-    assert first["state"]["installed"]
+    # The kernel opens no comm (a JupyterLab without the extension would log an error for it);
+    # comm_info lists a sign under the target, which is how the extension finds msdebug loaded.
+    assert [m["msg_type"] for m in messages if m["msg_type"].startswith("comm")] == []
+    assert list(frontend.comm_info().values()) == [{"target_name": "msdebug"}]
 
     sent = frontend.open()
-    assert len(sent) == 1 and sent[0]["state"]["mindspore"] is None
+    assert len(sent) == 1 and sent[0]["protocol"] == PROTOCOL and sent[0]["kind"] == "state"
+    # MindSpore is not imported yet: the state says so without importing it.
+    assert sent[0]["state"]["mindspore"] is None
+    assert sent[0]["state"]["installed"]
     # Loading and connecting stay cheap: neither the settings nor the key catalog is imported.
     _, messages = frontend.run("import sys; print(sorted({'msdebug.settings', 'msdebug.keys'} & set(sys.modules)))")
     assert [m["content"]["text"] for m in messages if m["msg_type"] == "stream"] == ["[]\n"]
@@ -278,7 +289,8 @@ def test_a_front_end_that_closed_its_comm_gets_nothing_more(frontend):
 def test_unloading_closes_the_comm_and_drops_the_target(frontend):
     _, messages = frontend.run("%unload_ext msdebug")
     closed = [m["content"]["comm_id"] for m in messages if m["msg_type"] == "comm_close"]
-    assert frontend.comm_id in closed
+    assert closed == [frontend.comm_id]  # and nothing for the sign, which no front end knows
+    assert frontend.comm_info() == {}
     # No target any more: a new front end's comm is closed by the kernel at once.
     frontend.comm_id = uuid.uuid4().hex
     sent = frontend._request("comm_open", {"comm_id": frontend.comm_id, "target_name": "msdebug", "data": {}})

@@ -1,10 +1,12 @@
 /**
  * The one comm between this front end and the kernel of the active notebook or console.
  *
- * The kernel's msdebug registers the comm target `msdebug` when it loads, and opens a comm
- * to this front end at that moment; this side opens one when it starts following a kernel
- * whose msdebug was loaded before (page reload, another notebook). Whatever goes wrong
- * here is logged with the `msdebug:` prefix and leaves JupyterLab alone.
+ * The kernel's msdebug registers the comm target `msdebug` when it loads, and lists a sign
+ * under it that `comm_info` shows; it opens no comm itself (a JupyterLab without this
+ * extension would log an error for it). This side asks for `comm_info` when it starts
+ * following a kernel, after a restart, and after each cell while msdebug is not loaded
+ * there, and opens the comm once the sign is listed. Whatever goes wrong here is logged
+ * with the `msdebug:` prefix and leaves JupyterLab alone.
  */
 
 import { ISessionContext } from '@jupyterlab/apputils';
@@ -106,7 +108,21 @@ export class KernelLink {
       this._dispatch({ type: 'kernel', present: status !== 'dead' });
     } else if (status === 'idle' && this._reconnect) {
       this._reconnect = false;
-      this._open();
+      this._probe();
+    }
+  }
+
+  /** After each cell, while msdebug is not loaded in the kernel: was it loaded by this cell? */
+  private _onIOPub(kernel: Kernel.IKernelConnection, msg: KernelMessage.IIOPubMessage): void {
+    const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
+    if (
+      kernel === this._kernel &&
+      this._state.phase === 'waiting' &&
+      KernelMessage.isStatusMsg(msg) &&
+      msg.content.execution_state === 'idle' &&
+      parent.msg_type === 'execute_request'
+    ) {
+      this._probe();
     }
   }
 
@@ -115,24 +131,35 @@ export class KernelLink {
       return;
     }
     this._dropComm();
+    this._kernel?.iopubMessage.disconnect(this._onIOPub, this);
     this._kernel = kernel;
     this._reconnect = false;
     this._dispatch({ type: 'kernel', present: kernel !== null });
     if (!kernel) {
       return;
     }
-    if (!this._registered.has(kernel)) {
-      try {
-        kernel.registerCommTarget(COMM_TARGET, (comm, msg) => this._onKernelOpened(kernel, comm, msg));
-        this._registered.add(kernel);
-      } catch (error) {
-        warn('could not register the comm target', error);
-      }
-    }
-    this._open();
+    kernel.iopubMessage.connect(this._onIOPub, this);
+    this._probe();
   }
 
-  /** Open a comm to the kernel; a kernel without msdebug closes it right away. */
+  /** Open the comm if the kernel's msdebug is loaded: `comm_info` lists its sign. */
+  private _probe(): void {
+    const kernel = this._kernel;
+    if (!kernel || kernel.isDisposed || this._comm) {
+      return;
+    }
+    kernel.requestCommInfo({ target_name: COMM_TARGET }).then(
+      reply => {
+        const content = reply.content;
+        if (kernel === this._kernel && !this._comm && content.status === 'ok' && Object.keys(content.comms).length) {
+          this._open();
+        }
+      },
+      error => warn('could not ask the kernel whether msdebug is loaded', error)
+    );
+  }
+
+  /** Open a comm to the kernel's msdebug; it answers with the state. */
   private _open(): void {
     const kernel = this._kernel;
     if (!kernel || kernel.isDisposed) {
@@ -145,17 +172,6 @@ export class KernelLink {
     } catch (error) {
       warn('could not open a comm to the kernel', error);
     }
-  }
-
-  /** The kernel opened a comm: msdebug was just loaded there. */
-  private _onKernelOpened(kernel: Kernel.IKernelConnection, comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg): void {
-    if (kernel !== this._kernel) {
-      quiet(comm.close(), 'closing a comm'); // a kernel not followed now; it reconnects on switching back
-      return;
-    }
-    this._dropComm();
-    this._use(comm);
-    this._dispatch({ type: 'message', data: msg.content.data });
   }
 
   private _use(comm: Kernel.IComm): void {
@@ -208,7 +224,6 @@ export class KernelLink {
   private _session: ISessionContext | null = null;
   private _kernel: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
-  private _registered = new WeakSet<Kernel.IKernelConnection>();
   private _reconnect = false;
   private _lastId = 0;
   private _pending = new Map<number, IPending>();

@@ -1,8 +1,10 @@
 """The ``msdebug`` comm: MindSpore's context for JupyterLab's status bar (``extension/``).
 
-When msdebug loads in a Jupyter kernel it registers the comm target ``msdebug`` and opens
-one comm to the front end (a JupyterLab with the extension answers; any other front end
-closes it or ignores it). A front end that connects later opens its own. Over each comm
+When msdebug loads in a Jupyter kernel it registers the comm target ``msdebug`` and lists a
+sign under it, which ``comm_info`` shows; it opens no comm itself (a JupyterLab without the
+extension, installed without Node, would log "Exception opening new comm" for it). The
+extension asks for ``comm_info`` when it starts following a kernel and after each cell while
+it waits, and opens a comm when it finds the sign. Over each comm
 the kernel pushes the context (:mod:`msdebug.views.status`) when it connects and after
 every change, and nothing when nothing changed. Commands come back over the same comm
 and go through :func:`msdebug.settings.apply`, the validated path of ``%mscontext``.
@@ -18,6 +20,7 @@ import contextlib
 import math
 import sys
 import time
+import uuid
 import warnings
 from typing import Any
 
@@ -38,6 +41,22 @@ MIN_INTERVAL_S = 0.05
 _ACTIONS = ("set", "print_capture")
 
 
+class _Sign:
+    """What ``comm_info`` lists under the target while msdebug is loaded: a comm id that no
+    front end ever opened, so nothing is sent for it, not even a ``comm_close`` (JupyterLab
+    logs an error for a close of a comm it does not know)."""
+
+    def __init__(self) -> None:
+        self.comm_id = f"msdebug-{uuid.uuid4().hex}"
+        self.target_name = TARGET
+
+    def handle_msg(self, msg) -> None:
+        """Nothing goes over it."""
+
+    def handle_close(self, msg) -> None:
+        """Nothing to close."""
+
+
 class StatusComm:
     """The comm target of one shell's kernel, and the comms open to front ends."""
 
@@ -50,30 +69,24 @@ class StatusComm:
         self.read: tuple | None = None  # what it was built from
         self.sent_at = -math.inf  # when a running cell last sent one (other sends do not throttle)
         self._unsubscribe = None
+        self.sign = _Sign()
 
     # ------------------------------------------------------------------ lifetime
 
     def register(self) -> None:
-        """Register the target and tell a front end that may be listening."""
-        from ..views.status import PROTOCOL
-
+        """Register the target, and the sign that ``comm_info`` lists for it."""
         self.comm_manager.register_target(TARGET, self._opened)
         try:
-            from comm import create_comm
-
-            reading = self.reading()
-            message = self.message(reading)
-            comm = create_comm(target_name=TARGET, data=message, metadata={"protocol": PROTOCOL})
+            self.comm_manager.register_comm(self.sign)
         except Exception as error:  # noqa: BLE001 - the status bar is an extra: never fail the load
-            warnings.warn(f"msdebug: the status bar comm could not open: {error!r}", RuntimeWarning, stacklevel=2)
-            return
-        self._use(comm)
-        self.read, self.sent = reading, message
+            warnings.warn(f"msdebug: the status bar cannot find this kernel: {error!r}", RuntimeWarning, stacklevel=2)
 
     def unregister(self) -> None:
-        """Undo :meth:`register`: close every comm, drop the target and the listener."""
+        """Undo :meth:`register`: close every comm, drop the target, the sign and the listener."""
         with contextlib.suppress(Exception):
             self.comm_manager.unregister_target(TARGET, self._opened)
+        with contextlib.suppress(Exception):
+            self.comm_manager.unregister_comm(self.sign)
         for comm in list(self.comms.values()):
             with contextlib.suppress(Exception):
                 comm.close()
