@@ -77,11 +77,14 @@ class Lab:
     root: Path
     served: Path | None = None
 
+    def path(self, name: str) -> str:
+        """``root/name`` as the server names it (relative to the directory it serves)."""
+        return (self.root / name).relative_to(self.served or self.root).as_posix()
+
     def notebook_url(self, name: str) -> str:
         """The address that opens ``root/name`` alone: ``reset`` starts from an empty workspace, so
         JupyterLab does not reopen the notebooks of earlier tests (nor reconnect to their kernels)."""
-        path = (self.root / name).relative_to(self.served or self.root).as_posix()
-        return f"{self.url}/lab/tree/{path}?reset&token={self.token}"
+        return f"{self.url}/lab/tree/{self.path(name)}?reset&token={self.token}"
 
     def shut_down_kernels(self) -> None:
         """Shut down every kernel of this server, and wait until each is gone.
@@ -134,6 +137,8 @@ def jupyterlab(scratch: Path, python: str = sys.executable, env: dict[str, str] 
         "--ip=127.0.0.1", f"--port={port}", "--no-browser", "--ServerApp.open_browser=False",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
         f"--LabApp.workspaces_dir={scratch / 'workspaces'}", f"--LabApp.user_settings_dir={scratch / 'settings'}",
+        # window.jupyterapp: a test opens its notebook in the page the test before it left (see chromium).
+        "--LabApp.expose_app_in_browser=True",
     ]  # fmt: skip
     if os.geteuid() == 0:
         command.append("--allow-root")
@@ -198,56 +203,115 @@ def lab(shared_lab: Lab, request) -> Iterator[Lab]:
     shared_lab.shut_down_kernels()
 
 
-_driver = None  # this test process's Playwright (its driver is a node process), started on first use
-_profile: str | None = None  # the Chromium profile its browsers share: JupyterLab's scripts stay cached
+@dataclass
+class _Window:
+    """This test process's browser: one Playwright driver (a node process), one Chromium, one
+    page. JupyterLab stays loaded in the page from test to test (booting it costs Chromium about
+    10 CPU-seconds); each test opens its own notebook in it (:func:`open_notebook`) and leaves
+    nothing open behind it."""
+
+    driver: object
+    browser: object
+    page: object
+    listeners: list
 
 
-def _playwright():
-    global _driver, _profile
-    if _driver is None:
+_window: _Window | None = None
+
+
+def _the_window() -> _Window:
+    global _window
+    if _window is None or _window.page.is_closed():
         import atexit
         import tempfile
 
         from playwright.sync_api import sync_playwright
 
-        _driver = sync_playwright().start()
-        _profile = tempfile.mkdtemp(prefix="msdebug-chromium-")
-        atexit.register(shutil.rmtree, _profile, ignore_errors=True)
-        atexit.register(_driver.stop)
-    return _driver
+        driver = sync_playwright().start()
+        profile = tempfile.mkdtemp(prefix="msdebug-chromium-")
+        browser = driver.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        _window = _Window(driver, browser, browser.pages[0], [])
+        atexit.register(shutil.rmtree, profile, ignore_errors=True)
+        atexit.register(driver.stop)
+        atexit.register(browser.close)
+    return _window
 
 
 @contextlib.contextmanager
 def chromium(width: int = 1280, height: int = 1400):
-    """A headless page of Debian's Chromium, with Playwright's waits set to a cell's timeout.
-
-    Each call starts a new browser; the browsers of one test process share a profile, so the
-    second loads JupyterLab from its cache (the notebooks and kernels are each test's own).
-    """
+    """The page of this test process's headless Chromium (Debian's), at ``width`` x ``height``,
+    with Playwright's waits set to a cell's timeout. Afterwards every dialog and notebook the
+    test opened is closed, and the handlers it added with :func:`on` are removed."""
     from playwright.sync_api import expect
 
-    browser = _playwright().chromium.launch_persistent_context(
-        _profile,
-        executable_path=CHROMIUM,
-        headless=True,
-        args=CHROMIUM_ARGS,
-        viewport={"width": width, "height": height},
-    )
+    window = _the_window()
+    page = window.page
+    page.set_viewport_size({"width": width, "height": height})
+    page.set_default_timeout(CELL_TIMEOUT_MS)
+    # expect() has its own timeout (5 s by default), which page.set_default_timeout does not change.
+    expect.set_options(timeout=CELL_TIMEOUT_MS)
     try:
-        page = browser.pages[0]  # a persistent context opens with one page
-        page.set_default_timeout(CELL_TIMEOUT_MS)
-        # expect() has its own timeout (5 s by default), which page.set_default_timeout does not change.
-        expect.set_options(timeout=CELL_TIMEOUT_MS)
         yield page
     finally:
-        browser.close()
+        for event, handler in window.listeners:
+            page.remove_listener(event, handler)
+        window.listeners.clear()
+        if not page.is_closed() and _app_loaded(page):
+            dialogs = page.locator(".jp-Dialog")
+            for _ in range(5):
+                if dialogs.count() == 0:
+                    break
+                page.keyboard.press("Escape")  # a dialog's own "Cancel"
+            page.evaluate(_CLOSE_EVERYTHING)
+
+
+def on(page, event: str, handler) -> None:
+    """``page.on(event, handler)`` for this test only (the page outlives it)."""
+    page.on(event, handler)
+    _the_window().listeners.append((event, handler))
+
+
+def _app_loaded(page) -> bool:
+    return page.evaluate("() => Boolean(window.jupyterapp && window.jupyterapp.shell)")
+
+
+# Close every main-area document without asking (the test's kernels are shut down by its
+# ``lab`` fixture).
+_CLOSE_EVERYTHING = """
+() => {
+  const app = window.jupyterapp;
+  for (const widget of Array.from(app.shell.widgets('main'))) {
+    if (widget.context && widget.context.model) {
+      widget.context.model.dirty = false;
+    }
+    widget.dispose();
+  }
+}
+"""
+
+
+_OPEN = """
+async ([folder, path]) => {
+  const commands = window.jupyterapp.commands;
+  await commands.execute('filebrowser:go-to-path', {path: '/' + folder, dontShowBrowser: true});
+  await commands.execute('docmanager:open', {path, factory: 'Notebook'});
+}
+"""
 
 
 def open_notebook(page, lab: Lab, name: str, cells: int):
     """Open ``name`` and wait for its ``cells`` cells and an idle kernel; returns the cell locator."""
     from playwright.sync_api import expect
 
-    page.goto(lab.notebook_url(name))
+    if page.url.startswith(f"{lab.url}/lab") and _app_loaded(page):
+        # JupyterLab is loaded (by an earlier test): open the notebook in it, with the file
+        # browser in its folder, as a URL to it would.
+        folder = lab.path(name).rpartition("/")[0]
+        page.evaluate(_OPEN, [folder, lab.path(name)])
+    else:
+        page.goto(lab.notebook_url(name))
     locator = page.locator(".jp-NotebookPanel:visible .jp-Cell")
     expect(locator).to_have_count(cells)
     # Wait for the kernel before running anything.

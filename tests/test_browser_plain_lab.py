@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from lab import browser_marks, chromium, jupyterlab, labextension_env, open_notebook, run_cell, write_notebook
+from lab import browser_marks, chromium, jupyterlab, labextension_env, on, open_notebook, run_cell, write_notebook
 
 pytestmark = browser_marks
 
@@ -25,8 +25,8 @@ def test_loading_msdebug_where_the_extension_is_missing_logs_nothing_in_the_brow
     with jupyterlab(tmp_path, env=labextension_env(tmp_path)) as lab:
         write_notebook(lab.root / "plain.ipynb", CELLS)
         with chromium(width=1280, height=720) as page:
-            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+            on(page, "console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+            on(page, "pageerror", lambda error: errors.append(f"page error: {error}"))
             cells = open_notebook(page, lab, "plain.ipynb", cells=len(CELLS))
             for index in range(len(CELLS)):
                 run_cell(page, cells, index)
@@ -34,4 +34,5 @@ def test_loading_msdebug_where_the_extension_is_missing_logs_nothing_in_the_brow
             expect(page.locator(".msdebug-StatusItem")).to_have_count(0)  # the extension is indeed absent
             # The kernel has handled every message of the cells (a comm_open would come before idle).
             expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1)
+            page.goto("about:blank")  # this JupyterLab stops next: the page must not call it back
     assert errors == []

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lab import browser_marks, chromium, open_notebook, run_all_cells
+from lab import browser_marks, chromium, on, open_notebook, run_all_cells
 
 pytestmark = browser_marks
 
@@ -119,8 +119,8 @@ def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, 
 
     errors: list[str] = []
     with chromium(width=WIDTH, height=900) as page:
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+        on(page, "console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        on(page, "pageerror", lambda error: errors.append(f"page error: {error}"))
         _, code = _run_every_code_cell(page, notebook, tutorials)
         expect(
             page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
