@@ -100,7 +100,11 @@ class Kernel:
         return self.finish(self.client.execute(code), timeout)
 
     def finish(self, msg_id: str, timeout: float = 300) -> tuple[str, list[dict]]:
-        """Wait for the request ``msg_id`` to end; returns its reply status and iopub outputs."""
+        """Wait for the request ``msg_id`` to end; returns its reply status and iopub outputs.
+
+        It ends at its idle status: ipykernel replies to a failed cell before it aborts the
+        requests already queued, so a request sent at the reply alone may come back "aborted".
+        """
         outputs = []
         while True:
             try:
@@ -120,7 +124,9 @@ class Kernel:
         """Run ``setup``, then return ``expression``'s text/plain as the execute reply carries it
         (user_expressions): an answer that does not depend on the cell's stdout stream."""
         msg_id = self.client.execute(setup, user_expressions={"value": expression})
-        value = self._reply(msg_id, timeout)["user_expressions"]["value"]
+        reply = self._reply(msg_id, timeout)
+        assert reply["status"] == "ok", f"the request came back {reply['status']!r}: {reply}"
+        value = reply["user_expressions"]["value"]
         assert value["status"] == "ok", value
         return value["data"]["text/plain"]
 
