@@ -118,13 +118,13 @@ class Kernel:
                 break
             if kind in ("stream", "execute_result", "display_data", "error"):
                 outputs.append({"type": kind, **content})
-        return self._reply(msg_id, timeout)["status"], outputs
+        return self.reply(msg_id, timeout)["status"], outputs
 
     def evaluate(self, setup: str, expression: str, timeout: float = 300) -> str:
         """Run ``setup``, then return ``expression``'s text/plain as the execute reply carries it
         (user_expressions): an answer that does not depend on the cell's stdout stream."""
         msg_id = self.client.execute(setup, user_expressions={"value": expression})
-        reply = self._reply(msg_id, timeout)
+        reply = self.reply(msg_id, timeout)
         assert reply["status"] == "ok", f"the request came back {reply['status']!r}: {reply}"
         value = reply["user_expressions"]["value"]
         assert value["status"] == "ok", value
@@ -146,7 +146,7 @@ class Kernel:
     def complete(self, code: str) -> tuple[list[str], str]:
         """``complete_request`` at the end of ``code``: matches and the text they replace."""
         msg_id = self.client.complete(code, len(code))
-        content = self._reply(msg_id, 60)
+        content = self.reply(msg_id, 60)
         return content["matches"], code[content["cursor_start"] : content["cursor_end"]]
 
     def _hung(self, msg_id: str, timeout: float, outputs: list[dict]) -> str:
@@ -156,7 +156,7 @@ class Kernel:
         if not self.manager.is_alive():
             return "\n".join([*lines, "the kernel is dead"])
         try:
-            reply = self._reply(msg_id, 5)
+            reply = self.reply(msg_id, 5)
             lines.append(f"the kernel replied {reply['status']!r}: iopub lost the messages after it")
         except queue.Empty:
             lines.append("the kernel sent no reply either: it is stuck inside the request")
@@ -183,7 +183,7 @@ class Kernel:
             time.sleep(0.1)
         return _text(self.stacks)[written:]
 
-    def _reply(self, msg_id: str, timeout: float) -> dict:
+    def reply(self, msg_id: str, timeout: float) -> dict:
         """The content of the shell reply to ``msg_id`` (replies to earlier requests are skipped)."""
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:

@@ -72,13 +72,7 @@ class Frontend:
 
     def comm_info(self) -> dict:
         """The kernel's ``comm_info`` for the target, as the extension asks for it."""
-        client = self.kernel.client
-        msg = client.session.msg("comm_info_request", {"target_name": "msdebug"})
-        client.shell_channel.send(msg)
-        reply = client.get_shell_msg(timeout=60)
-        while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-            reply = client.get_shell_msg(timeout=60)
-        return reply["content"]["comms"]
+        return self.kernel.reply(self.kernel.client.comm_info("msdebug"), 60)["comms"]
 
     def command(self, request_id: int, action: str, **fields) -> list[dict]:
         data = {"protocol": PROTOCOL, "kind": "command", "id": request_id, "action": action, **fields}
@@ -96,10 +90,7 @@ class Frontend:
         ids = [client.execute(code) for code in cells]
         results = [self._collect(msg_id) for msg_id in ids]
         for msg_id, messages in zip(ids, results, strict=True):
-            reply = client.get_shell_msg(timeout=300)
-            while reply["parent_header"].get("msg_id") != msg_id:
-                reply = client.get_shell_msg(timeout=300)
-            assert reply["content"]["status"] == "ok", messages
+            assert self.kernel.reply(msg_id, 300)["status"] == "ok", messages
         return [(self.mine(messages), messages) for messages in results]
 
     def mine(self, messages: list[dict]) -> list[dict]:
