@@ -210,8 +210,6 @@ class _Window:
     10 CPU-seconds); each test opens its own notebook in it (:func:`open_notebook`) and leaves
     nothing open behind it."""
 
-    driver: object
-    browser: object
     page: object
     listeners: list
 
@@ -232,7 +230,7 @@ def _the_window() -> _Window:
         browser = driver.chromium.launch_persistent_context(
             profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
-        _window = _Window(driver, browser, browser.pages[0], [])
+        _window = _Window(browser.pages[0], [])
         atexit.register(shutil.rmtree, profile, ignore_errors=True)
         atexit.register(driver.stop)
         atexit.register(browser.close)
