@@ -312,11 +312,44 @@ def open_notebook(page, lab: Lab, name: str, cells: int):
         page.goto(lab.notebook_url(name))
     locator = page.locator(".jp-NotebookPanel:visible .jp-Cell")
     expect(locator).to_have_count(cells)
-    # Wait for the kernel before running anything.
-    expect(page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
-        1
-    )
+    wait_for_kernel(page, lab, name)
     return locator
+
+
+def wait_for_kernel(page, lab: Lab, name: str) -> None:
+    """Wait until the notebook ``name`` has a kernel that is connected and idle.
+
+    The toolbar's execution indicator is no sign of it: it reads "idle" before the session has a
+    kernel (and a Shift+Enter then goes nowhere), so this asks the notebook's session itself.
+    """
+    page.evaluate(_KERNEL_READY, lab.path(name))
+
+
+# Resolves once the notebook at ``path`` has a kernel that is connected and idle.
+_KERNEL_READY = """
+async (path) => {
+  const app = window.jupyterapp;
+  let panel;
+  while (!(panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path))) {
+    await new Promise(resolve => app.shell.layoutModified.connect(resolve));
+  }
+  await panel.sessionContext.ready;
+  const session = panel.sessionContext;
+  await new Promise(resolve => {
+    const check = () => {
+      const kernel = session.session && session.session.kernel;
+      if (kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle') {
+        session.statusChanged.disconnect(check);
+        session.connectionStatusChanged.disconnect(check);
+        resolve();
+      }
+    };
+    session.statusChanged.connect(check);
+    session.connectionStatusChanged.connect(check);
+    check();
+  });
+}
+"""
 
 
 # JupyterLab's modal dialogs a test may meet on a slow machine, and the button that keeps the

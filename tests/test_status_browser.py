@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import labextension_missing
-from lab import browser_marks, chromium, open_notebook, run_cell, write_notebook
+from lab import browser_marks, chromium, open_notebook, run_cell, wait_for_kernel, write_notebook
 
 pytestmark = [*browser_marks, pytest.mark.skipif(bool(labextension_missing()), reason=labextension_missing() or "")]
 
@@ -97,9 +97,7 @@ def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
 
         # Another notebook, whose kernel has no msdebug: the item follows it, and comes back.
         page.locator(".jp-DirListing-item", has_text="other.ipynb").dblclick()
-        expect(
-            page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
-        ).to_have_count(1)
+        wait_for_kernel(page, lab, "other.ipynb")
         expect(item).to_have_text("MindSpore: msdebug not loaded")
         page.locator(".lm-TabBar-tab", has_text="status.ipynb").click()
         expect(item).to_contain_text("MindSpore 2.10 · GRAPH · CPU:0")
@@ -113,6 +111,5 @@ def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
         page.locator(".jp-Dialog .jp-mod-accept").click()
         expect(item).to_have_text("MindSpore: msdebug not loaded")
         expect(item).to_have_class(GREYED)
-        expect(  # the restarted kernel is up: a shutdown in the middle of its restart fails
-            page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']")
-        ).to_have_count(1)
+        # The restarted kernel is up: a shutdown in the middle of its restart fails.
+        wait_for_kernel(page, lab, "status.ipynb")
