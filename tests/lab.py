@@ -437,3 +437,5 @@ def _until_queued(prompt, act) -> None:
         except AssertionError:
             if attempt == 2:
                 raise
+            # Each retry costs a minute: say so, so that a slow run's log says where it went.
+            print("lab.py: the cell was still [ ] after 60 s; acting again", file=sys.stderr)
