@@ -71,7 +71,7 @@ _CAP = 20000  # rounds; only a safety net: the tests stop at _LANDED
 
 
 def _run(code: str, seconds: int = 240) -> dict:
-    done = run_python(_BURST + textwrap.dedent(code), timeout=seconds, warm=False)
+    done = run_python(_BURST + textwrap.dedent(code), timeout=seconds)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -536,7 +536,6 @@ def test_a_thread_keeps_printing_while_the_main_thread_is_captured():
             """
         ),
         timeout=120,
-        warm=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     *lines, last_line = done.stdout.strip().splitlines()
