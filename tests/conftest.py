@@ -20,7 +20,7 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 from helpers import Kernel
-from lab import lab, shared_lab  # noqa: F401  (JupyterLab for the browser tests)
+from lab import close_window, lab, shared_lab  # noqa: F401  (JupyterLab for the browser tests)
 
 
 def pytest_configure(config):
@@ -75,6 +75,14 @@ def kernel():
     k = Kernel()
     yield k
     k.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last browser test in a row, Chromium goes: an idle JupyterLab in its page still
+    polls its server, for the rest of the run."""
+    if _is_browser(item.nodeid) and (nextitem is None or not _is_browser(nextitem.nodeid)):
+        close_window()
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -8,6 +8,7 @@ mark themselves with :data:`browser_marks` and are skipped without it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -19,7 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,6 +213,7 @@ class _Window:
 
     page: object
     listeners: list
+    close: Callable[[], None]
 
 
 _window: _Window | None = None
@@ -220,21 +222,35 @@ _window: _Window | None = None
 def _the_window() -> _Window:
     global _window
     if _window is None or _window.page.is_closed():
-        import atexit
         import tempfile
 
         from playwright.sync_api import sync_playwright
 
+        close_window()
         driver = sync_playwright().start()
         profile = tempfile.mkdtemp(prefix="msdebug-chromium-")
         browser = driver.chromium.launch_persistent_context(
             profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
-        _window = _Window(browser.pages[0], [])
-        atexit.register(shutil.rmtree, profile, ignore_errors=True)
-        atexit.register(driver.stop)
-        atexit.register(browser.close)
+
+        def close() -> None:
+            browser.close()
+            driver.stop()
+            shutil.rmtree(profile, ignore_errors=True)
+
+        _window = _Window(browser.pages[0], [], close)
     return _window
+
+
+@atexit.register
+def close_window() -> None:
+    """Close this test process's Chromium, if it is open. The JupyterLab loaded in its page polls
+    its server all the time (about 3% of a core): conftest closes it after the last browser test
+    of a run of tests; a later browser test opens a new one."""
+    global _window
+    window, _window = _window, None
+    if window is not None:
+        window.close()
 
 
 @contextlib.contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 import warnings
 from pathlib import Path
 
@@ -768,15 +767,15 @@ def test_magic_bad_options_are_one_line_usage_errors(ip):
 
 def test_a_kernel_interrupt_during_a_profiled_cell(profiling_kernel):
     kernel = profiling_kernel
-    timer = threading.Timer(4.0, kernel.manager.interrupt_kernel)
-    timer.start()
-    try:
-        status, outputs = kernel.run(
-            "%%msprofile --output prof4\nimport time\nfor i in range(1000):\n"
-            "    net(x).asnumpy()\n    msdebug.step()\n    time.sleep(0.05)"
-        )
-    finally:
-        timer.cancel()
+    # The interrupt goes once three steps were recorded (an event: the cell makes a file).
+    msg_id = kernel.start_until(
+        "%%msprofile --output prof4\nimport time\nfor i in range(1000):\n"
+        "    net(x).asnumpy()\n    msdebug.step()\n"
+        "    if i == 2:\n        open('stepped', 'w').close()\n    time.sleep(0.05)",
+        "stepped",
+    )
+    kernel.manager.interrupt_kernel()
+    status, outputs = kernel.finish(msg_id)
     assert status == "error"
     assert [out["ename"] for out in outputs if out["type"] == "error"] == ["KeyboardInterrupt"]
     shown = [out for out in outputs if out["type"] == "display_data"]
