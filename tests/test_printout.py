@@ -63,3 +63,15 @@ def test_text_logs_with_numbers_and_the_bounded_text_form():
     assert shown.endswith("done") and shown.startswith("epoch 1 step 0, loss is 2.0000")
     assert f"… {3 * MAX_LINES + 1 - MAX_LINES} lines hidden (all of them are in .text) …" in shown
     assert len(shown.splitlines()) == MAX_LINES + 1
+
+
+def test_a_huge_line_is_whole_in_text_and_bounded_in_html():
+    from msdebug.views.report import MAX_CHARS
+
+    log = PrintLog(b"y" * (4 << 20) + b"\nlast line\n")
+    assert repr(log) == "y" * (4 << 20) + "\nlast line"  # what was printed, as nbval compares it
+    html = log._repr_html_()
+    assert len(html) < MAX_CHARS + 2000 and html.count("last line") == 1
+    assert (
+        f"… {(4 << 20) + len(chr(10) + 'last line') - MAX_CHARS} characters before (all of them are in .text) …" in html
+    )

@@ -137,6 +137,26 @@ def test_huge_tables_lists_and_strings_are_bounded():
         assert cut in page and f"({cut})" in lines
 
 
+def test_a_cut_block_says_what_went_and_a_log_keeps_its_head_and_tail():
+    tail = "".join(f"line {i}\n" for i in range(3000))
+    page = r.html(r.Report([r.Pre("x" * 50_000 + tail, whole=".text")]))
+    assert f"… {50_000 + len(tail) - r.MAX_CHARS} characters before (all of them are in .text) …" in page
+    assert "line 2999" in page and len(page) < r.MAX_CHARS + 200
+    # ``lines``: the first and the last half, a mark between; text keeps each line whole, as it is.
+    body = "\n".join(["y" * 30_000, "\x0cform feed kept", *(f"n{i}" for i in range(1000)), "", ""])
+    lines = r.text(r.Report([r.Pre(body, lines=10, whole=".text")])).split("\n")
+    assert lines[:5] == ["y" * 30_000, "\x0cform feed kept", "n0", "n1", "n2"]
+    assert lines[5] == f"… {len(body.split(chr(10))) - 10} lines hidden (all of them are in .text) …"
+    assert lines[6:] == ["n997", "n998", "n999", "", ""]
+
+
+def test_a_fold_carries_its_class_and_look_and_its_summary_may_be_runs():
+    fold = r.Fold(r.Span("Float32 [2]", "code"), [r.Pre("[1 2]")], open=True, box="tensor", cls="ms-tensor")
+    page = r.html(r.Report([fold]))
+    assert page.startswith('<div><details open class="ms-tensor" style="padding-left:7px"><summary><code>Float32 [2]')
+    assert r.text(r.Report([fold])) == "`Float32 [2]`\n[1 2]"
+
+
 def test_html_and_text_carry_the_same_facts():
     facts = ["Profile /p", "12.5 ms", "MatMul", "Default/net/MatMul-op0", "note one", "key", "value", "print(1)"]
     report = r.Report(

@@ -1,4 +1,4 @@
-"""PrintLog -> escaped HTML and plain text.
+"""PrintLog -> its report (views.report), rendered as escaped HTML and as plain text.
 
 Bounded: a long log shows its first and its last items with "N items hidden" between them
 (the end is where a run went wrong). A scalar printed after its name (``Print("loss:", x)``)
@@ -12,16 +12,15 @@ import math
 import re
 from typing import Any
 
-from ._html import FADED, LEFT, NOTE, STRONG, esc, tag
+from . import report as r
+from ._html import tag
 
-__all__ = ["MAX_ITEMS", "MAX_LINES", "html_print_log", "scalar_series", "tensor_summary", "text_print_log"]
+__all__ = ["MAX_ITEMS", "MAX_LINES", "build", "html_print_log", "scalar_series", "tensor_summary", "text_print_log"]
 
 MAX_ITEMS = 200  # items shown in HTML: the first and the last half of them
 MAX_LINES = 2000  # lines of text/plain: the same, for the text form
 _MAX_TENSOR_CHARS = 4000
 _OPEN_BELOW = 12  # tensors printed in fewer lines are shown open
-_PRE = "margin:0;white-space:pre-wrap;overflow-wrap:anywhere"
-_HIDDEN = "color:#777;border-top:1px dashed #bbb;border-bottom:1px dashed #bbb;margin:2px 0;padding:1px 0"
 _MAX_SERIES = 6
 _NAME = re.compile(r"^\s*([A-Za-z_][\w .\-/]{0,40}?)\s*[:=]?\s*$")
 _SERIES_LINE_MAX = 1000
@@ -148,62 +147,30 @@ def _head_tail(count: int, limit: int) -> tuple[range, range]:
     return range(half), range(count - half, count)
 
 
-def _bounded_text(text: str) -> str:
-    lines = text.split("\n")
-    head, tail = _head_tail(len(lines), MAX_LINES)
-    if not tail:
-        return text
-    hidden = len(lines) - len(head) - len(tail)
-    return "\n".join(
-        [*lines[: len(head)], f"… {hidden} lines hidden (all of them are in .text) …", *lines[tail.start :]]
-    )
-
-
-def text_print_log(log) -> str:
-    """Captured output: exactly the text printed (a long one: its head and its tail). A
-    binary file: one line per item, a scalar on the line of its name."""
-    if log.source == "binary file":
-        body = []
-        for kind, content in _lines(log.items):
-            if kind == "scalar":
-                label, item = content
-                body.append(f"{label} {_number(_scalar(item))}".strip())
-            elif kind == "tensor":
-                body.append(f"{tensor_summary(content)}\n{content.values!s}")
-            else:
-                body.append(str(content))
-        lines = _lines(log.items)
-        text = _bounded_text(f"{_header(log, len(lines), len(lines))}\n" + "\n".join(body))
-    else:
-        text = _bounded_text(log.text[:-1] if log.text.endswith("\n") else log.text)
-    if log.note:
-        text += f"\n(msdebug: {log.note})"
-    return text
-
-
-def _tensor_html(tensor) -> str:
+def _tensor_fold(tensor) -> r.Fold:
     printed = tensor.text or str(tensor.values)
     if len(printed) > _MAX_TENSOR_CHARS:
         printed = printed[:_MAX_TENSOR_CHARS] + f"\n… ({len(printed) - _MAX_TENSOR_CHARS} more characters in .items)"
-    summary = tag("summary", tag("code", esc(tensor_summary(tensor))), style=LEFT)
-    values = tag("pre", esc(printed), style=_PRE)
-    opened = " open" if printed.count("\n") < _OPEN_BELOW else ""
-    mark = "border-left:3px solid #c0392b;padding-left:4px" if tensor.partial else "padding-left:7px"
-    return f'<details{opened} class="ms-tensor" style="{mark}">{summary}{values}</details>'
-
-
-def _scalar_html(label: str, tensor) -> str:
-    value = _number(_scalar(tensor))
-    bad = isinstance(_scalar(tensor), float) and not math.isfinite(_scalar(tensor))
-    shown = tag("b", esc(value), style="color:#cf222e" if bad else "")
-    return tag(
-        "div",
-        (esc(label) + " " if label else "")
-        + shown
-        + tag("span", esc(f"  {tensor.dtype}"), style=NOTE + ";font-size:90%"),
-        cls="ms-scalar",
-        style="font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere",
+    return r.Fold(
+        r.Span(tensor_summary(tensor), "code"),
+        [r.Pre(printed, look="printed")],
+        open=printed.count("\n") < _OPEN_BELOW,
+        look="left",
+        box="tensor-partial" if tensor.partial else "tensor",
+        cls="ms-tensor",
+        only="html",
     )
+
+
+def _scalar_line(label: str, tensor) -> r.Line:
+    value = _scalar(tensor)
+    bad = isinstance(value, float) and not math.isfinite(value)
+    runs = (
+        label + " " if label else "",
+        r.Span(_number(value), "b-bad" if bad else "b"),
+        r.Span(f"  {tensor.dtype}", "small-note"),
+    )
+    return r.Line(runs, look="scalar", cls="ms-scalar", only="html")
 
 
 def _chart(items) -> str:
@@ -232,40 +199,74 @@ def _chart(items) -> str:
     )
 
 
-def html_print_log(log) -> str:
-    lines = _lines(log.items)
+def _html_items(lines: list[tuple[str, Any]]) -> list[r.Section]:
+    """What HTML shows of the items: the first and the last ``MAX_ITEMS // 2`` lines, runs of
+    text in one block, a scalar on its line, a tensor folded under its summary."""
     head, tail = _head_tail(len(lines), MAX_ITEMS)
-    parts = [
-        tag("div", esc(_header(log, len(head) + len(tail), len(lines))), cls="ms-summary", style=f"{STRONG};{NOTE}")
-    ]
-    parts.append(_chart(log.items))
+    sections: list[r.Section] = []
     run: list[str] = []
 
     def flush() -> None:
         if run:
-            parts.append(tag("pre", esc("\n".join(run)), style=_PRE))
+            sections.append(r.Pre("\n".join(run), look="printed", whole=".text", only="html"))
             run.clear()
 
     for numbers in (head, tail):
         if numbers is tail and tail:
             flush()
             hidden = len(lines) - len(head) - len(tail)
-            parts.append(
-                tag(
-                    "div",
-                    esc(f"… {hidden} items hidden (all of them are in .items and .text) …"),
-                    cls="ms-hidden",
-                    style=_HIDDEN,
-                )
-            )
+            line = f"… {hidden} items hidden (all of them are in .items and .text) …"
+            sections.append(r.Line(line, look="hidden", cls="ms-hidden", only="html"))
         for number in numbers:
             kind, content = lines[number]
             if kind == "text":
                 run.append(str(content))
                 continue
             flush()
-            parts.append(_scalar_html(*content) if kind == "scalar" else _tensor_html(content))
+            sections.append(_scalar_line(*content) if kind == "scalar" else _tensor_fold(content))
     flush()
+    return sections
+
+
+def _text_body(log, lines: list[tuple[str, Any]]) -> str:
+    """The text form's body: captured output exactly as printed (its last newline aside); a
+    binary file one line per item, a scalar on the line of its name."""
+    if log.source != "binary file":
+        return log.text[:-1] if log.text.endswith("\n") else log.text
+    body = []
+    for kind, content in lines:
+        if kind == "scalar":
+            label, item = content
+            body.append(f"{label} {_number(_scalar(item))}".strip())
+        elif kind == "tensor":
+            body.append(f"{tensor_summary(content)}\n{content.values!s}")
+        else:
+            body.append(str(content))
+    return "\n".join(body)
+
+
+def build(log) -> r.Report:
+    """The Print log's report. HTML: a summary line, a chart of the scalar series, the items
+    (their head and tail). Text: captured output exactly as printed, a binary file's items one
+    a line under the summary; both bounded to their first and last lines."""
+    lines = _lines(log.items)
+    head, tail = _head_tail(len(lines), MAX_ITEMS)
+    sections: list[r.Section] = [
+        r.Line(_header(log, len(head) + len(tail), len(lines)), look="summary", cls="ms-summary", only="html"),
+        r.Figure(lambda: _chart(log.items), only="html"),
+        *_html_items(lines),
+    ]
+    if log.source == "binary file":
+        sections.append(r.Line(_header(log, len(lines), len(lines)), only="text"))
+    sections.append(r.Pre(_text_body(log, lines), lines=MAX_LINES, whole=".text", only="text"))
     if log.note:
-        parts.append(tag("div", esc(f"msdebug: {log.note}"), style=FADED))
-    return tag("div", "".join(parts), cls="msdebug ms-print", style="max-width:100%")
+        sections.append(r.Line(f"msdebug: {log.note}", look="aside"))
+    return r.Report(sections, cls="msdebug ms-print", style="max-width:100%")
+
+
+def html_print_log(log) -> str:
+    return r.html(build(log))
+
+
+def text_print_log(log) -> str:
+    return r.text(build(log))

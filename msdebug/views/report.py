@@ -93,6 +93,16 @@ LOOKS = {
     "value-strong": f"{_VALUE};{STRONG}",
     "value-plain": _VALUE,
     "group": f"{LEFT};{STRONG};padding-top:6px;border-bottom:1px solid #ccc",
+    # A Print log (views.print): its summary, printed text, a scalar's line, a tensor's fold.
+    "summary": f"{STRONG};{NOTE}",
+    "printed": "margin:0;white-space:pre-wrap;overflow-wrap:anywhere",
+    "scalar": "font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere",
+    "hidden": "color:#777;border-top:1px dashed #bbb;border-bottom:1px dashed #bbb;margin:2px 0;padding:1px 0",
+    "b-bad": "color:#cf222e",
+    "small-note": f"{NOTE};font-size:90%",
+    "left": LEFT,
+    "tensor": "padding-left:7px",
+    "tensor-partial": "border-left:3px solid #c0392b;padding-left:4px",
 }
 
 
@@ -182,8 +192,8 @@ def _inline_html(run: Inline) -> str:
         return tag("code", esc(value))
     if look in ("scope", "fit"):
         return tag("code", scope(value))
-    if look == "b":
-        return tag("b", esc(value))
+    if look in ("b", "b-bad"):  # bold; ``b-bad`` in red
+        return tag("b", esc(value), style=LOOKS.get(look, ""))
     if look == "scope-plain":
         return scope(value)
     if look == "hover":
@@ -325,13 +335,20 @@ class Table:
 @dataclass(frozen=True)
 class Pre:
     """A preformatted block (a log, code): ``summary`` folds it in a ``<details>`` in HTML;
-    in text its lines, indented by ``indent``; without a summary ``look`` styles the ``<pre>``. At most ``MAX_CHARS`` characters, its end kept."""
+    in text its lines, indented by ``indent``; without a summary ``look`` styles the ``<pre>``.
+    At most ``MAX_CHARS`` characters, its end kept (a mark says how many went), or with
+    ``lines`` its head and its tail."""
 
     body: str
     summary: str = ""
     look: str = ""
     indent: int = 0
     scroll: bool = False  # HTML: at most 20 lines high, scrolled
+    # A log whose start and end both matter (printed output): its first and last ``lines // 2``
+    # lines with a mark between them, and in text no other cut (the lines as they are, split at
+    # "\n" only). ``whole`` says in the mark where the whole of it is.
+    lines: int = 0
+    whole: str = ""
     only: str = ""
 
 
@@ -353,10 +370,12 @@ class Fold:
     """Sections folded under a summary line: a ``<details>`` (``open``: unfolded) in HTML; in
     text the summary, then the sections."""
 
-    summary: str
+    summary: Runs
     sections: Sequence[Section]
     open: bool = False
     look: str = ""  # the summary line's
+    box: str = ""  # HTML: the look of the ``<details>`` itself
+    cls: str = ""  # HTML: the class of the ``<details>``
     only: str = ""
 
 
@@ -487,24 +506,47 @@ def _html_section(section: Section) -> str:
     if isinstance(section, Table):
         return _html_table(section)
     if isinstance(section, Pre):
-        body = section.body
         style = "max-height:20em;overflow:auto" if section.scroll else ""
         if not section.summary and section.look:
             style = LOOKS[section.look]
-        pre = tag("pre", esc(body[-MAX_CHARS:]), style=style)
+        pre = tag("pre", esc(_pre_body(section)), style=style)
         if section.summary:
             return tag("details", tag("summary", esc(section.summary)) + pre, style=LOOKS[section.look])
         return pre
     if isinstance(section, Fold):
-        body = tag("summary", esc(section.summary), style=LOOKS[section.look]) + "".join(
+        body = tag("summary", runs_html(section.summary), style=LOOKS[section.look]) + "".join(
             _html_section(s) for s in section.sections if s.only != "text"
         )
-        return f"<details{' open' if section.open else ''}>{body}</details>"
+        attrs = (f' class="{esc(section.cls)}"' if section.cls else "") + (
+            f' style="{esc(LOOKS[section.box])}"' if section.box else ""
+        )
+        return f"<details{' open' if section.open else ''}{attrs}>{body}</details>"
     if isinstance(section, Figure):
         svg = section.svg() if callable(section.svg) else section.svg
         picture = tag("div", svg, style=_SCROLL) if section.scroll else svg
         return picture + (tag("div", esc(section.caption), style=NOTE) if section.caption else "")
     raise TypeError(f"not a report section: {type(section).__name__}")
+
+
+def _head_and_tail(lines: list[str], limit: int, whole: str) -> list[str]:
+    """``lines`` whole, or their first and last ``limit // 2`` with a mark between them."""
+    if len(lines) <= limit:
+        return lines
+    half = limit // 2
+    where = f" (all of them are in {whole})" if whole else ""
+    return [*lines[:half], f"… {len(lines) - 2 * half} lines hidden{where} …", *lines[-half:]]
+
+
+def _pre_body(section: Pre) -> str:
+    """A block's text as HTML shows it: its head and tail lines (``lines``), at most
+    ``MAX_CHARS`` characters, its end kept, and a mark that says what went."""
+    body = section.body
+    if section.lines:
+        body = "\n".join(_head_and_tail(body.split("\n"), section.lines, section.whole))
+    if len(body) <= MAX_CHARS:
+        return body
+    where = f" (all of them are in {section.whole})" if section.whole else ""
+    return f"… {len(body) - MAX_CHARS} characters before{where} …\n" + body[-MAX_CHARS:]
 
 
 def html(report: Report) -> str:
@@ -552,9 +594,13 @@ def _text_section(section: Section) -> list[str]:
         return lines + ([f"{pad}({cut})"] if cut else [])
     if isinstance(section, Pre):
         pad = " " * section.indent
+        if section.lines:  # the lines as they are, however long: only their number is bounded
+            return [pad + line for line in _head_and_tail(section.body.split("\n"), section.lines, section.whole)]
         return [pad + line for line in section.body[-MAX_CHARS:].splitlines()]
     if isinstance(section, Fold):
-        return [section.summary] + [line for s in section.sections if s.only != "html" for line in _text_section(s)]
+        return [runs_text(section.summary)] + [
+            line for s in section.sections if s.only != "html" for line in _text_section(s)
+        ]
     if isinstance(section, Figure):
         return list(section.text)
     raise TypeError(f"not a report section: {type(section).__name__}")
