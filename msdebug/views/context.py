@@ -151,12 +151,7 @@ def build_state(state) -> r.Report:
     return r.Report(sections, cls="msdebug")
 
 
-def text_state(state) -> str:
-    return r.text(build_state(state))
-
-
-def html_state(state) -> str:
-    return r.html(build_state(state))
+html_state, text_state = r.renderers(build_state)
 
 
 # --------------------------------------------------------------------------- one key
@@ -216,12 +211,7 @@ def build_key_info(info) -> r.Report:
     )
 
 
-def text_key_info(info) -> str:
-    return r.text(build_key_info(info))
-
-
-def html_key_info(info) -> str:
-    return r.html(build_key_info(info))
+html_key_info, text_key_info = r.renderers(build_key_info)
 
 
 # --------------------------------------------------------------------------- changes
@@ -248,9 +238,4 @@ def build_change_report(report) -> r.Report:
     return r.Report([r.Line(line) for line in lines], cls="msdebug ms-changes", style=_CHANGES)
 
 
-def text_change_report(report) -> str:
-    return r.text(build_change_report(report))
-
-
-def html_change_report(report) -> str:
-    return r.html(build_change_report(report))
+html_change_report, text_change_report = r.renderers(build_change_report)

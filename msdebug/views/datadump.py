@@ -19,9 +19,8 @@ from .report import (
     Report,
     Span,
     Table,
-    html,
+    renderers,
     runs_text,
-    text,
 )
 
 __all__ = [
@@ -120,20 +119,10 @@ def build_summary(summary) -> Report:
     )
 
 
-def html_summary(summary) -> str:
-    return html(build_summary(summary))
+html_summary, text_summary = renderers(build_summary)
 
 
-def text_summary(summary) -> str:
-    return text(build_summary(summary))
-
-
-def html_explorer(explorer) -> str:
-    return html_summary(explorer.summary())
-
-
-def text_explorer(explorer) -> str:
-    return text_summary(explorer.summary())
+html_explorer, text_explorer = renderers(lambda explorer: build_summary(explorer.summary()))
 
 
 def _outputs(row) -> list:
@@ -183,12 +172,7 @@ def build_exec(view) -> Report:
     return Report(sections)
 
 
-def html_exec(view) -> str:
-    return html(build_exec(view))
-
-
-def text_exec(view) -> str:
-    return text(build_exec(view))
+html_exec, text_exec = renderers(build_exec)
 
 
 def build_tensor(view) -> Report:
@@ -215,12 +199,7 @@ def build_tensor(view) -> Report:
     )  # fmt: skip
 
 
-def html_tensor(view) -> str:
-    return html(build_tensor(view))
-
-
-def text_tensor(view) -> str:
-    return text(build_tensor(view))
+html_tensor, text_tensor = renderers(build_tensor)
 
 
 def build_compare(view) -> Report:
@@ -241,12 +220,7 @@ def build_compare(view) -> Report:
     )
 
 
-def html_compare(view) -> str:
-    return html(build_compare(view))
-
-
-def text_compare(view) -> str:
-    return text(build_compare(view))
+html_compare, text_compare = renderers(build_compare)
 
 
 # --------------------------------------------------------------------------- %msdump
@@ -281,9 +255,4 @@ def build_dump_status(status) -> Report:
     )
 
 
-def html_dump_status(status) -> str:
-    return html(build_dump_status(status))
-
-
-def text_dump_status(status) -> str:
-    return text(build_dump_status(status))
+html_dump_status, text_dump_status = renderers(build_dump_status)

@@ -212,12 +212,7 @@ def build_summary(summary) -> r.Report:
     return r.Report(sections, cls="msdebug-dump", style=_BOX)
 
 
-def text_summary(summary) -> str:
-    return r.text(build_summary(summary))
-
-
-def html_summary(summary) -> str:
-    return r.html(build_summary(summary))
+html_summary, text_summary = r.renderers(build_summary)
 
 
 def html_explorer(summary, stage_nodes) -> str:
@@ -269,12 +264,7 @@ def build_stage_nodes(view) -> r.Report:
     return r.Report(sections, cls="msdebug-stages", style=_BOX)
 
 
-def text_stage_nodes(view) -> str:
-    return r.text(build_stage_nodes(view))
-
-
-def html_stage_nodes(view) -> str:
-    return r.html(build_stage_nodes(view))
+html_stage_nodes, text_stage_nodes = r.renderers(build_stage_nodes)
 
 
 # --------------------------------------------------------------------------- graph
@@ -395,12 +385,7 @@ def build_graph(view) -> r.Report:
     return r.Report(sections, cls="msdebug-dump", style=_BOX)
 
 
-def text_graph(view) -> str:
-    return r.text(build_graph(view))
-
-
-def html_graph(view) -> str:
-    return r.html(build_graph(view))
+html_graph, text_graph = r.renderers(build_graph)
 
 
 # --------------------------------------------------------------------------- execution order
@@ -449,12 +434,7 @@ def build_exec_order(view) -> r.Report:
     return r.Report(sections, cls="msdebug-dump", style=_BOX)
 
 
-def text_exec_order(view) -> str:
-    return r.text(build_exec_order(view))
-
-
-def html_exec_order(view) -> str:
-    return r.html(build_exec_order(view))
+html_exec_order, text_exec_order = r.renderers(build_exec_order)
 
 
 def build_exec_row(row) -> r.Report:
@@ -501,13 +481,8 @@ def build_exec_row(row) -> r.Report:
     )
 
 
-def text_exec_row(row) -> str:
-    return r.text(build_exec_row(row))
-
-
-def html_exec_row(row) -> str:
-    """The IR node behind one kernel: inputs, output shape, source line and code."""
-    return r.html(build_exec_row(row))
+# The IR node behind one kernel: inputs, output shape, source line and code.
+html_exec_row, text_exec_row = r.renderers(build_exec_row)
 
 
 # --------------------------------------------------------------------------- memory
@@ -577,12 +552,7 @@ def build_memory(view) -> r.Report:
     return r.Report(sections, cls="msdebug-dump", style=_BOX)
 
 
-def text_memory(view) -> str:
-    return r.text(build_memory(view))
-
-
-def html_memory(view) -> str:
-    return r.html(build_memory(view))
+html_memory, text_memory = r.renderers(build_memory)
 
 
 def _short_kernel(name: str) -> str:
@@ -657,12 +627,7 @@ def build_diff(diff) -> r.Report:
     return r.Report(sections, cls="msdebug-dump", style=_BOX)
 
 
-def text_diff(diff) -> str:
-    return r.text(build_diff(diff))
-
-
-def html_diff(diff) -> str:
-    return r.html(build_diff(diff))
+html_diff, text_diff = r.renderers(build_diff)
 
 
 # --------------------------------------------------------------------------- .dot
@@ -719,12 +684,7 @@ def build_dot(view) -> r.Report:
     )
 
 
-def text_dot(view) -> str:
-    return r.text(build_dot(view))
-
-
-def html_dot(view) -> str:
-    return r.html(build_dot(view))
+html_dot, text_dot = r.renderers(build_dot)
 
 
 # --------------------------------------------------------------------------- pb
@@ -752,9 +712,4 @@ def build_pb(pb) -> r.Report:
     return r.Report(sections, cls="msdebug-dump")
 
 
-def text_pb(pb) -> str:
-    return r.text(build_pb(pb))
-
-
-def html_pb(pb) -> str:
-    return r.html(build_pb(pb))
+html_pb, text_pb = r.renderers(build_pb)

@@ -35,9 +35,4 @@ def build(status) -> r.Report:
     return r.Report(sections, cls="msdebug-dump")
 
 
-def html_save_graphs(status) -> str:
-    return r.html(build(status))
-
-
-def text_save_graphs(status) -> str:
-    return r.text(build(status))
+html_save_graphs, text_save_graphs = r.renderers(build)

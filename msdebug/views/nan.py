@@ -82,9 +82,4 @@ def build(report) -> r.Report:
     return r.Report(sections, cls="msdebug-nan", style="font-size:95%")
 
 
-def html_report(report) -> str:
-    return r.html(build(report))
-
-
-def text_report(report) -> str:
-    return r.text(build(report))
+html_report, text_report = r.renderers(build)

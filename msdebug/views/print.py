@@ -264,9 +264,4 @@ def build(log) -> r.Report:
     return r.Report(sections, cls="msdebug ms-print", style="max-width:100%")
 
 
-def html_print_log(log) -> str:
-    return r.html(build(log))
-
-
-def text_print_log(log) -> str:
-    return r.text(build(log))
+html_print_log, text_print_log = r.renderers(build)

@@ -261,14 +261,7 @@ def _rank_sections(report: Any) -> list:
     ]
 
 
-def html_profile(report: Any) -> str:
-    """The whole report as one escaped HTML fragment."""
-    return r.html(build_profile(report))
-
-
-def text_profile(report: Any) -> str:
-    """The report as plain text (the same tables, for a terminal)."""
-    return r.text(build_profile(report))
+html_profile, text_profile = r.renderers(build_profile)
 
 
 # --------------------------------------------------------------------------- comparison
@@ -304,14 +297,7 @@ def build_comparison(comparison: Any, top: int) -> r.Report:
     return r.Report(sections, cls="msdebug-profile-compare")
 
 
-def html_comparison(comparison: Any, top: int) -> str:
-    """Before / after per op type and per op, biggest change first."""
-    return r.html(build_comparison(comparison, top))
-
-
-def text_comparison(comparison: Any, top: int) -> str:
-    """The comparison as plain text."""
-    return r.text(build_comparison(comparison, top))
+html_comparison, text_comparison = r.renderers(build_comparison)
 
 
 # --------------------------------------------------------------------------- options
@@ -334,11 +320,4 @@ def build_options(options: Any) -> r.Report:
     return r.Report(sections)
 
 
-def text_options(options: Any) -> str:
-    """``MS_PROFILER_OPTIONS`` as set, its notes, and the first cell of a fresh kernel."""
-    return r.text(build_options(options))
-
-
-def html_options(options: Any) -> str:
-    """The same as :func:`text_options`, as HTML."""
-    return r.html(build_options(options))
+html_options, text_options = r.renderers(build_options)

@@ -53,9 +53,4 @@ def build(status) -> r.Report:
     return r.Report(sections, cls="msdebug-dump")
 
 
-def html_rdr_status(status) -> str:
-    return r.html(build(status))
-
-
-def text_rdr_status(status) -> str:
-    return r.text(build(status))
+html_rdr_status, text_rdr_status = r.renderers(build)

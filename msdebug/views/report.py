@@ -42,6 +42,7 @@ __all__ = [
     "Span",
     "Table",
     "html",
+    "renderers",
     "text",
 ]
 
@@ -613,3 +614,16 @@ def text(report: Report) -> str:
         if section.only != "html":
             lines.extend(_text_section(section))
     return "\n".join(lines)
+
+
+def renderers(build: Callable[..., Report]) -> tuple[Callable[..., str], Callable[..., str]]:
+    """The ``(html, text)`` view functions of a report builder: ``build``'s report rendered
+    each way, with whatever arguments ``build`` takes."""
+
+    def as_html(*args) -> str:
+        return html(build(*args))
+
+    def as_text(*args) -> str:
+        return text(build(*args))
+
+    return as_html, as_text
