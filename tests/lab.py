@@ -338,30 +338,43 @@ def wait_for_kernel(page, lab: Lab, name: str) -> None:
     The toolbar's execution indicator is no sign of it: it reads "idle" before the session has a
     kernel (and a Shift+Enter then goes nowhere), so this asks the notebook's session itself.
     """
-    page.evaluate(_KERNEL_READY, lab.path(name))
+    page.evaluate(_KERNEL_READY, [lab.path(name), CELL_TIMEOUT_MS])
 
 
-# Resolves once the notebook at ``path`` has a kernel that is connected and idle.
+# Resolves once the notebook at ``path`` has a kernel that is connected and idle; rejects after
+# ``timeout`` ms saying what it saw (a kernel that died at start must fail the test, not hang it).
 _KERNEL_READY = """
-async (path) => {
-  const app = window.jupyterapp;
-  let panel;
-  while (!(panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path))) {
-    await new Promise(resolve => app.shell.layoutModified.connect(resolve));
+async ([path, timeout]) => {
+  const panel = Array.from(window.jupyterapp.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) {
+    throw new Error(`no notebook panel for ${path}`);
   }
-  await panel.sessionContext.ready;
   const session = panel.sessionContext;
-  await new Promise(resolve => {
+  const seen = () => {
+    const kernel = session.session && session.session.kernel;
+    return kernel ? `kernel ${kernel.connectionStatus}, ${kernel.status}` : 'no kernel yet';
+  };
+  await new Promise((resolve, reject) => {
     const check = () => {
       const kernel = session.session && session.session.kernel;
       if (kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle') {
-        session.statusChanged.disconnect(check);
-        session.connectionStatusChanged.disconnect(check);
+        done();
         resolve();
       }
     };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`${path}: no idle kernel after ${timeout} ms (${seen()})`));
+    }, timeout);
+    const done = () => {
+      clearTimeout(timer);
+      session.statusChanged.disconnect(check);
+      session.connectionStatusChanged.disconnect(check);
+      session.kernelChanged.disconnect(check);
+    };
     session.statusChanged.connect(check);
     session.connectionStatusChanged.connect(check);
+    session.kernelChanged.connect(check);
     check();
   });
 }
