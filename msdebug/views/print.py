@@ -140,13 +140,6 @@ def _header(log, shown: int, lines: int) -> str:
     return text
 
 
-def _head_tail(count: int, limit: int) -> tuple[range, range]:
-    if count <= limit:
-        return range(count), range(0)
-    half = limit // 2
-    return range(half), range(count - half, count)
-
-
 def _tensor_fold(tensor) -> r.Fold:
     printed = tensor.text or str(tensor.values)
     if len(printed) > _MAX_TENSOR_CHARS:
@@ -199,11 +192,15 @@ def _chart(items) -> str:
     )
 
 
-def _html_items(lines: list[tuple[str, Any]]) -> list[r.Section]:
-    """What HTML shows of the items: the first and the last ``MAX_ITEMS // 2`` lines, runs of
-    text in one block, a scalar on its line, a tensor folded under its summary."""
-    head, tail = _head_tail(len(lines), MAX_ITEMS)
-    sections: list[r.Section] = []
+def _html_sections(log, lines: list[tuple[str, Any]]) -> list[r.Section]:
+    """What HTML shows: a summary line, a chart of the scalar series, and the first and the last
+    ``MAX_ITEMS // 2`` lines of items, runs of text in one block, a scalar on its line, a
+    tensor folded under its summary."""
+    head, tail = r.ends(len(lines), MAX_ITEMS)
+    sections: list[r.Section] = [
+        r.Line(_header(log, len(head) + len(tail), len(lines)), look="summary", cls="ms-summary", only="html"),
+        r.Figure(lambda: _chart(log.items), only="html"),
+    ]
     run: list[str] = []
 
     def flush() -> None:
@@ -250,12 +247,7 @@ def build(log) -> r.Report:
     (their head and tail). Text: captured output exactly as printed, a binary file's items one
     a line under the summary; both bounded to their first and last lines."""
     lines = _lines(log.items)
-    head, tail = _head_tail(len(lines), MAX_ITEMS)
-    sections: list[r.Section] = [
-        r.Line(_header(log, len(head) + len(tail), len(lines)), look="summary", cls="ms-summary", only="html"),
-        r.Figure(lambda: _chart(log.items), only="html"),
-        *_html_items(lines),
-    ]
+    sections = _html_sections(log, lines)
     if log.source == "binary file":
         sections.append(r.Line(_header(log, len(lines), len(lines)), only="text"))
     sections.append(r.Pre(_text_body(log, lines), lines=MAX_LINES, whole=".text", only="text"))

@@ -41,6 +41,7 @@ __all__ = [
     "Sep",
     "Span",
     "Table",
+    "ends",
     "html",
     "renderers",
     "text",
@@ -529,13 +530,23 @@ def _html_section(section: Section) -> str:
     raise TypeError(f"not a report section: {type(section).__name__}")
 
 
+def ends(count: int, limit: int) -> tuple[range, range]:
+    """The indices of ``count`` things that a view bounded to ``limit`` shows: all of them
+    (and an empty tail), or the first and the last ``limit // 2``."""
+    if count <= limit:
+        return range(count), range(0)
+    half = limit // 2
+    return range(half), range(count - half, count)
+
+
 def _head_and_tail(lines: list[str], limit: int, whole: str) -> list[str]:
     """``lines`` whole, or their first and last ``limit // 2`` with a mark between them."""
-    if len(lines) <= limit:
+    head, tail = ends(len(lines), limit)
+    if not tail:
         return lines
-    half = limit // 2
     where = f" (all of them are in {whole})" if whole else ""
-    return [*lines[:half], f"… {len(lines) - 2 * half} lines hidden{where} …", *lines[-half:]]
+    hidden = len(lines) - len(head) - len(tail)
+    return [*lines[: len(head)], f"… {hidden} lines hidden{where} …", *lines[tail.start :]]
 
 
 def _pre_body(section: Pre) -> str:
