@@ -350,14 +350,11 @@ async ([path, timeout]) => {
     throw new Error(`no notebook panel for ${path}`);
   }
   const session = panel.sessionContext;
-  const seen = () => {
-    const kernel = session.session && session.session.kernel;
-    return kernel ? `kernel ${kernel.connectionStatus}, ${kernel.status}` : 'no kernel yet';
-  };
+  const kernel = () => session.session && session.session.kernel;
+  const seen = () => (kernel() ? `kernel ${kernel().connectionStatus}, ${kernel().status}` : 'no kernel yet');
   await new Promise((resolve, reject) => {
     const check = () => {
-      const kernel = session.session && session.session.kernel;
-      if (kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle') {
+      if (kernel() && kernel().connectionStatus === 'connected' && kernel().status === 'idle') {
         done();
         resolve();
       }
