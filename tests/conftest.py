@@ -7,8 +7,10 @@ process (device changes, launch_blocking) run their code in a fresh interpreter.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -85,30 +87,73 @@ def pytest_runtest_teardown(item, nextitem):
         close_window()
 
 
+def pytest_collection_modifyitems(items):
+    """The browser tests run in a row, and the one that drives a JupyterLab of its own comes last:
+    the page it leaves would make the next test boot the shared JupyterLab in Chromium again (about
+    10 CPU-seconds). Each worker collects everything and orders it the same way, as xdist requires."""
+    items.sort(key=lambda item: _is_browser(item.nodeid) and "plain_lab" in item.nodeid)
+
+
+# How long each unit of work (a module, or all the browser tests) took in a recorded run, in
+# seconds: the scheduler hands out the longest first. Refresh it with ``pytest --store-durations``
+# after adding slow tests; a unit it does not list counts a third of a second per test.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help="write how long each module (and the browser tests together) took to tests/durations.json",
+    )
+
+
 def pytest_xdist_make_scheduler(config, log):
     """xdist's ``loadscope`` (each module whole on one worker, so module fixtures are made once),
     with the longest work first, so that no worker is left alone with it at the end.
 
-    xdist hands out the modules with the most tests first; a browser test is long (JupyterLab,
-    Chromium, a kernel) however few there are. So each browser test is a unit of its own (they
-    share no module fixture; each worker has its own JupyterLab) and they go first, then the
-    modules with the most tests.
+    The browser tests are one unit: one worker runs them all, with one JupyterLab and one
+    Chromium (each costs seconds of a 2-core machine to start, and polls while it is open).
+    Units go out longest first, by the durations of a recorded run (``DURATIONS``): the count
+    of tests says little, since the slowest modules have few tests, each with its own kernel.
     """
     from xdist.scheduler import LoadScopeScheduling
 
+    recorded = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+
     class LongestFirst(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return nodeid if _is_browser(nodeid) else super()._split_scope(nodeid)
+            return _unit(nodeid)
 
         def _assign_work_unit(self, node) -> None:
             if not getattr(self, "_ordered", False):
-                units = sorted(self.workqueue.items(), key=lambda unit: (not _is_browser(unit[0]), -len(unit[1])))
+                units = sorted(self.workqueue.items(), key=lambda unit: -recorded.get(unit[0], len(unit[1]) / 3))
                 self.workqueue.clear()
                 self.workqueue.update(units)
                 self._ordered = True
             super()._assign_work_unit(node)
 
     return LongestFirst(config, log)
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    _durations[_unit(report.nodeid)] = _durations.get(_unit(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With ``--store-durations``, the run's durations per unit go to ``DURATIONS`` (by the
+    process that saw every report: xdist's controller, or pytest itself without workers)."""
+    if session.config.getoption("store_durations") and not hasattr(session.config, "workerinput"):
+        totals = {unit: round(seconds, 1) for unit, seconds in sorted(_durations.items(), key=lambda kv: -kv[1])}
+        DURATIONS.write_text(json.dumps(totals, indent=1) + "\n")
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, or "browser" for every browser test."""
+    return "browser" if _is_browser(nodeid) else nodeid.split("::", 1)[0]
 
 
 def _is_browser(nodeid: str) -> bool:
