@@ -24,3 +24,19 @@ def test_readme_screenshots_exist_and_are_small():
         assert path.is_file(), shot
         assert path.stat().st_size < 200_000, f"{shot} is {path.stat().st_size} bytes"
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", shot
+
+
+def test_no_tutorial_waits_on_a_clock():
+    """The tutorials run as tests (nbval) on loaded machines: a cell waits for the event it needs
+    (``dp.wait_read()`` for the profiler's monitor), never for a time that is long enough here."""
+    import nbformat
+
+    sleeping = [
+        f"{path.name} cell {number}: {line.strip()}"
+        for path in sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        for number, cell in enumerate(nbformat.read(path, as_version=4).cells)
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if re.search(r"\bsleep\(", line)
+    ]
+    assert sleeping == []

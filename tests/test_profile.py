@@ -378,9 +378,14 @@ def test_dynamic_profiler_monitor_driven_by_an_edited_config(tmp_path):
         f"""
         import time, numpy as np, mindspore as ms, msdebug
         from mindspore import nn
+        from msdebug.errors import ProfilerError
         dp = msdebug.dynamic_profile(cfg_path={str(tmp_path / "cfg")!r}, output_path={str(tmp_path / "out")!r},
                                      poll_interval=1)
         print("default config valid:", sorted(dp.config)[:2])
+        try:
+            dp.report()
+        except ProfilerError as error:
+            print("before any run:", " ".join(str(error).split()))
         dp.edit(start_step=2, stop_step=3, activities=["CPU"])
         dp.wait_read()      # the monitor's poller has read it (it re-reads the file every second)
         net = nn.Dense(8, 4)
@@ -398,6 +403,8 @@ def test_dynamic_profiler_monitor_driven_by_an_edited_config(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "default config valid: ['activities', 'aic_metrics']" in done.stdout
     assert "runs: ['rank0_start2_stop3']" in done.stdout
+    # Nothing recorded yet: the message names the wait that works, not a number of seconds to sleep.
+    assert "dp.edit(), call dp.wait_read() (the monitor reads the file every 1 s), then run those steps" in done.stdout
     assert "'MatMul': 2" in done.stdout  # one MatMul per step, steps 2 and 3
     assert "log has monitor lines: True" in done.stdout
     assert "[Dynamic Profiler]" not in done.stdout

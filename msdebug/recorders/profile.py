@@ -822,7 +822,8 @@ class DynamicProfile:
             setattr(monitor, name, quiet)
 
     def edit(self, **changes: Any) -> dict:
-        """Validate the config with ``changes`` applied and write it (``is_valid`` defaults to true)."""
+        """Validate the config with ``changes`` applied and write it (``is_valid`` defaults to true).
+        The monitor reads it within ``poll_interval`` seconds: :meth:`wait_read` waits for that."""
         values = read_config(self.config_path) if self.config_path.exists() else {}
         values.update(changes)
         values.setdefault("is_valid", True)
@@ -870,8 +871,8 @@ class DynamicProfile:
         runs = self.runs()
         if not runs:
             raise ProfilerError(
-                f"nothing recorded under {self.output_path} yet: set start_step/stop_step with dp.edit(), wait "
-                f"{self.poll_interval} s for the monitor to read it, then run those steps."
+                f"nothing recorded under {self.output_path} yet: set start_step/stop_step with dp.edit(), call "
+                f"dp.wait_read() (the monitor reads the file every {self.poll_interval} s), then run those steps."
             )
         latest = max(runs, key=lambda path: path.stat().st_mtime)
         return ProfileReport(read_profile(latest), top=_check_top(top), log="".join(self.log))
