@@ -410,6 +410,40 @@ def test_dynamic_profiler_monitor_driven_by_an_edited_config(tmp_path):
     assert "[Dynamic Profiler]" not in done.stdout
 
 
+def test_each_dynamic_profile_reads_its_own_config_beside_other_monitors(tmp_path):
+    # MindSpore names the monitors' shared memory after the hour, for every process on the host.
+    # Here a killed kernel left that memory behind, and two monitors are open at once: each must
+    # still have a poller that reads its own file (before, all three shared one and nobody read).
+    done = run_python(
+        f"""
+        import time, msdebug
+        from multiprocessing import shared_memory
+        name = time.strftime("DynamicProfileShm%Y%m%d%H", time.localtime())
+        try:
+            left = shared_memory.SharedMemory(name=name, create=True, size=1 << 20)
+        except FileExistsError:
+            left = shared_memory.SharedMemory(name=name)
+        try:
+            first = msdebug.dynamic_profile(cfg_path={str(tmp_path / "a")!r}, output_path={str(tmp_path / "A")!r},
+                                            poll_interval=1)
+            second = msdebug.dynamic_profile(cfg_path={str(tmp_path / "b")!r}, output_path={str(tmp_path / "B")!r},
+                                             poll_interval=1)
+            first.edit(start_step=2, stop_step=3)
+            second.edit(start_step=5, stop_step=9)
+            print("first read:", first.wait_read()["stop_step"])
+            print("second read:", second.wait_read()["stop_step"])
+            first.close()
+            second.close()
+        finally:
+            left.close()
+            left.unlink()
+        """
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "first read: 3" in done.stdout
+    assert "second read: 9" in done.stdout
+
+
 # --------------------------------------------------------------------------- readers
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import itertools
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,7 +196,31 @@ def dynamic_monitor(cfg_path: str, output_path: str, poll_interval: int) -> Any:
             "this MindSpore has no mindspore.profiler.DynamicProfilerMonitor (2.5 or later has)."
         ) from None
     with _device_id_unfrozen():
-        return DynamicProfilerMonitor(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval)
+        return _with_own_memory(DynamicProfilerMonitor)(
+            cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval
+        )
+
+
+_monitor_numbers = itertools.count()
+
+
+@functools.cache
+def _with_own_memory(monitor_class: type) -> type:
+    """``monitor_class`` with a shared memory of its own for the config its poller reads.
+
+    MindSpore names that memory after the hour (``DynamicProfileShm<YYYYMMDDHH>``), so that the
+    ranks of one job on a host share one poller. Any other monitor on the machine in the same hour
+    (another kernel, or one that was killed and left the memory behind) then attaches to it, starts
+    no poller of its own and never sees its own ``profiler_config.json``.
+    """
+
+    class OwnMemoryMonitor(monitor_class):
+        def _create_shm(self):
+            self._shm_name = f"{self._shm_name}_msdebug_{os.getpid()}_{next(_monitor_numbers)}"
+            return super()._create_shm()
+
+    OwnMemoryMonitor.__name__ = OwnMemoryMonitor.__qualname__ = monitor_class.__name__
+    return OwnMemoryMonitor
 
 
 def monitor_config(monitor: Any) -> dict:
