@@ -7,9 +7,11 @@ process (device changes, launch_blocking) run their code in a fresh interpreter.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,21 @@ def pytest_configure(config):
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(config, "workerinput"):
+        # Registered first, so it runs last: after every other exit handler of the worker.
+        atexit.register(_end_worker)
+
+
+def _end_worker() -> None:
+    """An xdist worker ends without the interpreter's finalization: for a process that has run
+    MindSpore's runtime, its module teardown and C++ destructors take 3-4 s while the whole run
+    waits. By now the worker has sent its reports and every exit handler has run."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 @pytest.fixture(autouse=True)
