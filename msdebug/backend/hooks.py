@@ -27,11 +27,13 @@ from .. import interrupts
 __all__ = [
     "HookObserver",
     "OpHooks",
+    "OpNames",
     "TENSOR_METHODS",
     "cell_parameters",
     "cell_path_name",
     "is_tensor",
     "optimizer_parameters",
+    "tensors_in",
     "to_numpy",
     "user_frame",
 ]
@@ -66,6 +68,16 @@ def is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor)
 
 
+def tensors_in(value: Any, depth: int = 0) -> list:
+    """The tensors of an op's arguments or result, in order: nested tuples and lists flattened
+    (three levels deep), anything else left out."""
+    if is_tensor(value):
+        return [value]
+    if isinstance(value, (tuple, list)) and depth < 3:
+        return [tensor for item in value for tensor in tensors_in(item, depth + 1)]
+    return []
+
+
 def to_numpy(tensor: Any):
     """The tensor's values as a numpy array (waits for the op that makes it)."""
     return tensor.asnumpy()
@@ -88,11 +100,59 @@ def cell_parameters(cell: Any) -> list[tuple[str, Any]]:
 
 def cell_path_name(parent: Any, child: Any) -> str:
     """``fc1-Dense``: the attribute under which ``parent`` holds ``child``, and its class, as
-    MindSpore spells scopes; ``Dense`` when the parent does not hold it."""
-    for name, cell in getattr(parent, "_cells", {}).items():
+    MindSpore spells scopes. A child of a child that the parent calls itself (``self.blocks[2](x)``
+    on a ``CellList``) is ``blocks-CellList/2-Block``, as in a graph; ``Dense`` when the parent
+    holds it nowhere."""
+    children = getattr(parent, "_cells", {})
+    for name, cell in children.items():
         if cell is child:
             return f"{name}-{type(child).__name__}"
+    for name, cell in children.items():
+        for inner, grandchild in getattr(cell, "_cells", {}).items():
+            if grandchild is child:
+                return f"{name}-{type(cell).__name__}/{inner}-{type(child).__name__}"
     return type(child).__name__
+
+
+class OpNames:
+    """Names of the ops the hooks report, as MindSpore spells its kernels: the Cell path from
+    the outermost Cell called (``Default``), then the type numbered per scope and type
+    (``Default/fc1-Dense/MatMul-op0``, ``Default/fc2-Dense/MatMul-op0``). Observers feed it
+    their ``enter_cell``/``exit_cell`` and ask :meth:`name` once per op."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[Any, str]] = []
+        self._counts: dict[tuple[int, str], int] = {}
+        self._last: tuple[int, ...] = ()
+
+    def enter(self, cell: Any) -> str:
+        label = cell_path_name(self.stack[-1][0], cell) if self.stack else "Default"
+        self.stack.append((cell, label))
+        return label
+
+    def exit(self, cell: Any) -> None:
+        if self.stack and self.stack[-1][0] is cell:
+            self.stack.pop()
+
+    @property
+    def scope(self) -> str:
+        return "/".join(label for _, label in self.stack) or "Default"
+
+    def repeated(self, outputs: list) -> bool:
+        """Whether these outputs are the last op's, seen again by an outer wrapper
+        (``Tensor.__sub__`` around ``SubExt``): that op is not a new one."""
+        ids = tuple(id(t) for t in outputs)
+        if ids and ids == self._last:
+            return True
+        self._last = ids
+        return False
+
+    def name(self, op_type: str) -> str:
+        """The next name for an op of ``op_type`` in the current scope."""
+        key = (id(self.stack[-1][0]) if self.stack else 0, op_type)
+        number = self._counts.get(key, 0)
+        self._counts[key] = number + 1
+        return f"{self.scope}/{op_type}-op{number}"
 
 
 _current: OpHooks | None = None

@@ -15,12 +15,12 @@ from __future__ import annotations
 import linecache
 import time
 import weakref
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from .. import interrupts
+from ..backend.hooks import tensors_in
 from ..dumps.datadump import is_finite, iteration_paths, read_data_dump, tensor_stats
 from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
 from .datadump import graph_only_reason
@@ -28,24 +28,14 @@ from .datadump import graph_only_reason
 __all__ = ["NanSession", "NanWatch", "graph_only_reason", "iteration_dirs", "scan_new_iterations", "watch_pynative"]
 
 
-def _tensors(value: Any, found: list, depth: int = 0) -> list:
-    from ..backend.hooks import is_tensor
-
-    if is_tensor(value):
-        found.append(value)
-    elif isinstance(value, (tuple, list)) and depth < 3:
-        for item in value:
-            _tensors(item, found, depth + 1)
-    return found
-
-
 class NanWatch:
     """Observer of :class:`OpHooks`: keeps the first non-finite value and what it reached."""
 
     def __init__(self) -> None:
+        from ..backend.hooks import OpNames
+
         self.started = time.perf_counter()
-        self.scope: list[tuple[Any, str]] = []
-        self.counts: Counter = Counter()
+        self.names = OpNames()  # scopes and op names, as the diff recorder spells them too
         self.ops = 0
         self.tensors = 0
         self.unreadable = 0
@@ -54,26 +44,24 @@ class NanWatch:
         self._seen: dict[int, weakref.ref] = {}
         self._bad: dict[int, weakref.ref] = {}
         self._reached: list[Reached] = []
-        self._last: tuple[int, ...] = ()
-        self._key: tuple[int, str] = (0, "")
+        self._name = ""  # the name of the op being checked
         self._roots: dict[int, weakref.ref] = {}
 
     # -- cells give the scope; optimizers get the gradients, which no forward hook sees
     def enter_cell(self, cell: Any, args: tuple = ()) -> None:
-        from ..backend.hooks import cell_path_name, optimizer_parameters
+        from ..backend.hooks import optimizer_parameters
 
-        if not self.scope and len(self._roots) < 64:
+        if not self.names.stack and len(self._roots) < 64:
             self._remember(self._roots, cell)
-        label = cell_path_name(self.scope[-1][0], cell) if self.scope else "Default"
-        self.scope.append((cell, label))
+        self.names.enter(cell)
         names = optimizer_parameters(cell) if self.culprit is None else None
         if names is None:
             return
-        for position, gradient in enumerate(_tensors(args, [])):
+        for position, gradient in enumerate(tensors_in(args)):
             if self._check(gradient) is False:
                 target = names[position] if position < len(names) else f"parameter {position}"
                 self._blame_value(
-                    "/".join(label for _, label in self.scope),
+                    self.names.scope,
                     type(cell).__name__,
                     f"gradient of {target}",
                     gradient,
@@ -83,8 +71,7 @@ class NanWatch:
                 return
 
     def exit_cell(self, cell: Any) -> None:
-        if self.scope and self.scope[-1][0] is cell:
-            self.scope.pop()
+        self.names.exit(cell)
 
     # -- ops
     @staticmethod
@@ -99,16 +86,12 @@ class NanWatch:
             pass
 
     def op(self, op_type: str, args: tuple, output: Any) -> None:
-        outputs = _tensors(output, [])
-        ids = tuple(id(t) for t in outputs)
-        if ids and ids == self._last:
+        outputs = tensors_in(output)
+        if self.names.repeated(outputs):
             return  # the same op seen again by an outer wrapper (Tensor.__sub__ around SubExt)
-        self._last = ids
         self.ops += 1
-        # Numbered per scope and type, as MindSpore names kernels (fc1-Dense/MatMul-op0, fc2-Dense/MatMul-op0).
-        self._key = (id(self.scope[-1][0]) if self.scope else 0, op_type)
-        self.counts[self._key] += 1
-        inputs = _tensors(args, [])
+        self._name = self.names.name(op_type)
+        inputs = tensors_in(args)
         if self.culprit is not None:
             self._follow(op_type, inputs, outputs)
             return
@@ -163,8 +146,7 @@ class NanWatch:
         if frame is not None:
             path, line = frame.f_code.co_filename, frame.f_lineno
             source, code, cell = source_text(path, line, linecache.getline(path, line))
-        scope = "/".join(label for _, label in self.scope) or "Default"
-        name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
+        name = self._name
         note = ""
         if not made_here:
             params = [s.name for s in ins if s.name and s.stats is not None and not s.stats.finite]
@@ -186,8 +168,7 @@ class NanWatch:
     def _follow(self, op_type: str, inputs: list, outputs: list) -> None:
         if len(self._reached) >= MAX_DOWNSTREAM or not any(self._known(self._bad, t) for t in inputs):
             return
-        scope = "/".join(label for _, label in self.scope) or "Default"
-        name = f"{scope}/{op_type}-op{self.counts[self._key] - 1}"
+        name = self._name
         bad = [t for t in outputs if not is_finite(to_numpy_quiet(t))]
         for tensor in bad:
             self._remember(self._bad, tensor)
