@@ -24,6 +24,7 @@ __all__ = [
     "capture_print",
     "context",
     "describe",
+    "diff",
     "dump_status",
     "first_nonfinite",
     "get",
@@ -195,6 +196,15 @@ def first_nonfinite(path, rank=None):
     from .dumps.nan import scan_dump
 
     return scan_dump(path, rank=rank)
+
+
+def diff(a, b, rtol=None, atol=None, rule: str = "allclose", rank=None):
+    """The first op where two runs differ: each a directory (a run saved by ``%%msdiff --save``,
+    a MindSpore data dump or an msprobe dump) or a run already read. ``b`` is the reference."""
+    from .dumps.diff import Run, diff_runs, read_any_run
+
+    runs = [side if isinstance(side, Run) else read_any_run(side, rank=rank) for side in (a, b)]
+    return diff_runs(runs[0], runs[1], rtol, atol, rule)
 
 
 def dump_status():

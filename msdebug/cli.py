@@ -216,6 +216,33 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    """Two runs compared: saved runs, data dumps or msprobe dumps. 1 when they differ, 0 when
+    they agree within the tolerance, 2 on error."""
+    from .dumps.diff import diff_runs, read_any_run
+    from .errors import MsDebugError
+
+    try:
+        a = read_any_run(args.a, rank=args.rank)
+        b = read_any_run(args.b, rank=args.rank)
+        report = diff_runs(a, b, args.rtol, args.atol, args.rule)
+    except MsDebugError as error:
+        _say(f"msdebug diff: {error}", file=sys.stderr)
+        return BAD_INPUT
+    _say(repr(report))
+    return 1 if report.differs else 0
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number from 0, got {echo(text)}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``msdebug`` command.
 
@@ -283,6 +310,16 @@ def _main(argv: list[str] | None) -> int:
     prof.add_argument("--compare", metavar="OTHER", help="compare with this profile (PATH before, OTHER after)")
     prof.add_argument("--order", choices=("time", "name"), default="time", help="rows longest first, or by name")
     prof.set_defaults(run=_profile)
+    diff = commands.add_parser(
+        "diff", help="the first op where two runs differ: saved runs (%%msdiff --save), data dumps or msprobe dumps"
+    )
+    diff.add_argument("a", help="the run to check: a saved run, a MindSpore data dump or an msprobe dump")
+    diff.add_argument("b", help="the reference run, of any of those kinds")
+    diff.add_argument("--rank", type=int, help="the rank of a multi-rank dump (default: the first)")
+    diff.add_argument("--rtol", type=_tolerance, help="relative tolerance (default per dtype, see the README)")
+    diff.add_argument("--atol", type=_tolerance, help="absolute tolerance (default per dtype)")
+    diff.add_argument("--rule", choices=("allclose", "msprobe"), default="allclose", help="the verdict per tensor")
+    diff.set_defaults(run=_diff)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()

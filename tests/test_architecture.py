@@ -198,6 +198,8 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("recorders/profile.py", "open(os.dup(sink.fileno()), 'wb')"): "writes to its own log sink",
     ("recorders/profile.py", "open(self.output / STEPS_FILE, 'x', encoding='utf-8')"): "writes new step marks",
     ("recorders/profile.py", "open(temporary, 'w', encoding='utf-8')"): "writes profiler_config.json's temporary",
+    ("recorders/diff.py", "open(partial, 'x', encoding='utf-8')"): "writes a new run.json, renamed into place",
+    ("recorders/diff.py", "open(root / file, 'xb')"): "writes a new tensor file of a saved run",
     ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
     ("ipython/explorer.py", "self.open(label, search=row.fullname)"): "opens a tab of the explorer, not a file",
     ("__init__.py", "source.read_text(encoding='utf-8')"): "msdebug's own extension/package.json",
@@ -268,7 +270,7 @@ json.loads(text)
 # Each feature has one noun, the same in every folder: backend/profile.py drives MindSpore's
 # profiler, recorders/profile.py makes it record, dumps/profile.py reads what it wrote,
 # views/profile.py renders it and ipython/magics/profile.py holds %%msprofile.
-FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile"}
+FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile", "diff"}
 UI_PIECES = {"status", "panel", "explorer"}
 # What else a folder may hold: helpers that are no feature, each named in the README's Layout.
 HELPERS = {

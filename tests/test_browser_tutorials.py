@@ -133,6 +133,9 @@ def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, 
         if notebook.startswith("04_"):
             _click_through_the_explorer(page, code, tmp_path)
             overflowing += page.evaluate(_OVERFLOW)
+        if notebook.startswith("07_"):
+            _walk_the_diff(page, code, tmp_path)
+            overflowing += page.evaluate(_OVERFLOW)
         if notebook.startswith("03_"):
             binary = code.filter(has_text="binary = msdebug.read_print_file").locator(".jp-OutputArea-output")
             binary.scroll_into_view_if_needed()
@@ -140,6 +143,18 @@ def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, 
     assert overflowing == [], f"{notebook}: outputs wider than the notebook at {WIDTH} px: {overflowing}"
     real = [e for e in errors if not any(pattern.search(e) for pattern in BENIGN)]
     assert real == [], f"{notebook}: browser console errors: {real}"
+
+
+def _walk_the_diff(page, code, tmp_path: Path) -> None:
+    """The --against cell's answer with its walker: the differing ops listed, the first one's
+    tensors side by side with a histogram of each side."""
+    from playwright.sync_api import expect
+
+    answer = code.filter(has_text="%%msdiff --against before").locator(".jp-OutputArea-output")
+    walker = answer.locator(".msdebug-diff-walker").first
+    expect(walker.locator("select option").first).to_contain_text("Default/Mul-op0 (Mul)")
+    expect(walker.locator(".msdebug-diff-op svg").first).to_be_visible()  # the histograms
+    _shoot(walker, tmp_path, "msdiff.png", height=900)
 
 
 def _click_through_the_explorer(page, code, tmp_path: Path) -> None:

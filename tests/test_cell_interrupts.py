@@ -68,6 +68,7 @@ _CELLS = {
     "msprofile": "%%msprofile\n" + _LOOP + "    net(x)\n    msdebug.step()\n",
     "msprint": "%%msprint\n" + _LOOP + "    net(x)\n",
     "mscontext": "%%mscontext max_call_depth=50\n" + _LOOP + "    net(x)\n",
+    "msdiff": "%%msdiff --repeat\n" + _LOOP + "    y = net(x) * 2 + 1\n",
 }
 
 
@@ -109,7 +110,7 @@ def _value(k: Kernel, expression: str):
 @pytest.mark.parametrize(
     ("magic", "mode", "rounds", "landed"),
     [("msnan", "PYNATIVE_MODE", 12, 4), ("msprofile", "GRAPH_MODE", 6, 2), ("msprint", "GRAPH_MODE", 8, 0),
-     ("mscontext", "GRAPH_MODE", 8, 0)],
+     ("mscontext", "GRAPH_MODE", 8, 0), ("msdiff", "PYNATIVE_MODE", 12, 4)],
 )  # fmt: skip
 def test_double_interrupts_at_any_moment_of_a_cell_magic(kernel, magic, mode, rounds, landed):
     k = kernel

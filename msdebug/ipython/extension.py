@@ -13,7 +13,7 @@ from IPython.core import magic as _magic
 from IPython.core.completer import context_matcher
 
 from .. import backend
-from . import comm, explorer
+from . import comm, diff, explorer
 from .hooks import guard_shell, hold_during_cell, refresh_after_cell, unguard_shell
 from .magics import DECLARED
 from .prefs import MsDebug, _loaded
@@ -50,6 +50,7 @@ def load(shell) -> None:
     for event, hook in _HOOKS:
         shell.events.register(event, hook)
     explorer.register(shell)
+    diff.register(shell)
     guard_shell(shell)  # a Ctrl-C at the end of a message must not stop ipykernel's loop
     # --reset goes back to this moment: MindSpore's start-up context if it is not
     # imported yet (recorded right after its first import), else the context now.
@@ -78,6 +79,7 @@ def unload(shell) -> None:
     while complete in shell.Completer.custom_matchers:
         shell.Completer.custom_matchers.remove(complete)
     explorer.unregister(shell)
+    diff.unregister(shell)
     unguard_shell(shell)
     for event, hook in _HOOKS:
         if hook in shell.events.callbacks[event]:

@@ -454,11 +454,12 @@ def disable() -> DumpStatus:
     return dump_status(("MINDSPORE_DUMP_CONFIG removed",))
 
 
-def dump_for_cell(code: str = "") -> tuple[str, bool]:
-    """The dump a GRAPH-mode ``%%msnan`` cell is scanned from: ``(dump path, set up now)``.
+def dump_for_cell(code: str = "", magic: str = "%%msnan", rerun: str = "") -> tuple[str, bool]:
+    """The dump a GRAPH-mode ``%%msnan`` or ``%%msdiff`` cell is read from: ``(dump path, set up now)``.
 
     A dump already configured is used as it is; before the first graph compile msdebug sets
-    one up in a new temporary directory.
+    one up in a new temporary directory. ``rerun`` is the other way out that the error names
+    (by default, ``%%msnan --pynative``).
 
     Raises
     ------
@@ -480,11 +481,12 @@ def dump_for_cell(code: str = "") -> tuple[str, bool]:
     directory = os.path.join(tempfile.gettempdir(), "msdebug_dump")
     written = write_config(build_config(directory, inputs=True), directory)
     reason = graph_only_reason(code)
-    rerun = (
-        f"rerunning it in PyNative (%%msnan --pynative) would not help: {reason}"
-        if reason
-        else "or rerun this cell in PyNative under hooks: %%msnan --pynative"
-    )
-    error = _too_late("%%msnan", written)
+    if not rerun:
+        rerun = (
+            f"rerunning it in PyNative (%%msnan --pynative) would not help: {reason}"
+            if reason
+            else "or rerun this cell in PyNative under hooks: %%msnan --pynative"
+        )
+    error = _too_late(magic, written)
     return_message = f"{error}; {rerun}"
     raise DumpTooLateError(return_message)

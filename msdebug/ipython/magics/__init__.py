@@ -25,6 +25,7 @@ DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
     "msdump": (("line",), "msdebug.ipython.magics.datadump:DataDumpMagics"),
     "msnan": (("cell",), "msdebug.ipython.magics.nan:NanMagics"),
     "msprofile": (("cell",), "msdebug.ipython.magics.profile:ProfileMagics"),
+    "msdiff": (("cell",), "msdebug.ipython.magics.diff:DiffMagics"),
 }
 
 
@@ -32,13 +33,16 @@ def __getattr__(name: str) -> Any:
     if name == "MAGICS":
         from .context import ContextMagics
         from .datadump import DataDumpMagics
+        from .diff import DiffMagics
         from .graphs import GraphsMagics
         from .nan import NanMagics
         from .print import PrintMagics
         from .profile import ProfileMagics
         from .rdr import RdrMagics
 
-        found = (ContextMagics, PrintMagics, RdrMagics, GraphsMagics, DataDumpMagics, NanMagics, ProfileMagics)
+        found = (
+            ContextMagics, PrintMagics, RdrMagics, GraphsMagics, DataDumpMagics, NanMagics, ProfileMagics, DiffMagics,
+        )  # fmt: skip
         globals()["MAGICS"] = found
         return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

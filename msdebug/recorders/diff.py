@@ -1,0 +1,474 @@
+"""Record a run for ``%%msdiff``: every op of a PyNative block with its tensors, into a directory.
+
+:class:`RunRecorder` observes :class:`msdebug.backend.hooks.OpHooks` as ``%%msnan``'s watch
+does, names each op as MindSpore names its kernels (:class:`~msdebug.backend.hooks.OpNames`),
+and saves each tensor once as ``.npy``: an op's input that an earlier op made refers to that
+op's file. ``run.json`` is written last, in one rename, so a directory with one is complete;
+:func:`msdebug.dumps.diff.read_run` reads it back, in this kernel, another one or a terminal.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import linecache
+import os
+import re
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from .. import interrupts
+from ..backend.hooks import tensors_in
+from ..dumps.diff import RUN_FILE, RUN_FORMAT, RUN_VERSION, Run, read_any_run, read_run
+from ..dumps.nan import source_text
+from ..dumps.rendered import Rendered, rendered_by
+from ..errors import DumpError, InvalidValueError, did_you_mean
+from .datadump import graph_only_reason
+
+__all__ = ["DiffSession", "RunRecorder", "SavedRun", "check_run_name", "read_against", "save_run"]
+
+
+class RunRecorder:
+    """Observer of :class:`OpHooks` that writes each op and its tensors under ``root`` (a new
+    directory: an existing one is never written into)."""
+
+    MAX_OPS = 200_000
+    MAX_BYTES = 4 << 30  # a cell that loops for ever must not fill the disk: recording stops there
+    MEMORY_BYTES = 512 << 20  # kept in memory (``keep_in_memory``) up to this; files beyond
+
+    def __init__(
+        self, root: str | os.PathLike, label: str, meta: dict | None = None, keep_in_memory: bool = False
+    ) -> None:
+        from ..backend.hooks import OpNames
+
+        self.root = Path(root)
+        try:
+            self.root.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise DumpError(f"{self.root} exists already; msdebug records a run only into a new directory.") from None
+        self.label = label
+        self.meta = dict(meta or {})
+        self.names = OpNames()
+        self.entries: list[dict] = []
+        self.unreadable = 0
+        self.bytes = 0
+        self.started = time.perf_counter()
+        self.stopped = ""  # why recording stopped early, if it did
+        self.keep_in_memory = keep_in_memory  # a run compared at once and never saved: no file per tensor
+        self.arrays: dict[str, Any] = {}
+        self._in_memory = 0
+        self._files: dict[int, tuple[weakref.ref, dict]] = {}
+
+    # -- HookObserver
+    def enter_cell(self, cell: Any, args: tuple = ()) -> None:
+        self.names.enter(cell)
+
+    def exit_cell(self, cell: Any) -> None:
+        self.names.exit(cell)
+
+    def op(self, op_type: str, args: tuple, output: Any) -> None:
+        from ..backend.hooks import user_frame
+
+        outputs = tensors_in(output)
+        if self.stopped or self.names.repeated(outputs):
+            return
+        index = len(self.entries)
+        if index >= self.MAX_OPS or self.bytes >= self.MAX_BYTES:
+            self.stopped = f"recording stopped after {index} ops ({self.bytes >> 20} MiB): the rest was not recorded"
+            return
+        entry: dict[str, Any] = {"name": self.names.name(op_type), "type": op_type, "scope": self.names.scope}
+        entry["inputs"] = [self._ref(t, index, "input", slot) for slot, t in enumerate(tensors_in(args))]
+        entry["outputs"] = [self._save(t, index, "output", slot) for slot, t in enumerate(outputs)]
+        frame = user_frame()
+        if frame is not None:
+            path, line = frame.f_code.co_filename, frame.f_lineno
+            entry["source"], entry["code"], entry["cell"] = source_text(path, line, linecache.getline(path, line))
+        self.entries.append(entry)
+
+    # -- tensors
+    def _ref(self, tensor: Any, index: int, io: str, slot: int) -> dict:
+        known = self._files.get(id(tensor))
+        if known is not None and known[0]() is tensor:
+            return dict(known[1])  # made by an earlier op (or an input seen before): its file
+        return self._save(tensor, index, io, slot)
+
+    def _save(self, tensor: Any, index: int, io: str, slot: int) -> dict:
+        import numpy as np
+
+        from ..backend.hooks import to_numpy
+
+        try:
+            values = to_numpy(tensor)
+        except Exception:  # noqa: BLE001 - bfloat16 and other dtypes numpy cannot hold
+            self.unreadable += 1
+            return {
+                "file": None,
+                "shape": list(getattr(tensor, "shape", ())),
+                "dtype": str(getattr(tensor, "dtype", "")),
+            }
+        file = f"{index:06d}.{io}.{slot}.npy"
+        if self.keep_in_memory and self._in_memory + values.nbytes <= self.MEMORY_BYTES:
+            self.arrays[file] = values
+            self._in_memory += values.nbytes
+        else:
+            np.save(self.root / file, values, allow_pickle=False)
+        self.bytes += values.nbytes
+        ref = {"file": file, "shape": list(values.shape), "dtype": str(values.dtype)}
+        try:
+            self._files[id(tensor)] = (weakref.ref(tensor), ref)
+        except TypeError:  # a Tensor without weak references: saved again if seen again
+            pass
+        return ref
+
+    # -- the end
+    def finish(self) -> Run:
+        """Write ``run.json`` (in one rename) and read the run back."""
+        index = {
+            "format": RUN_FORMAT,
+            "version": RUN_VERSION,
+            "label": self.label,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "seconds": round(time.perf_counter() - self.started, 3),
+            "unreadable": self.unreadable,
+            **self.meta,
+            "notes": [self.stopped] if self.stopped else [],
+            "ops": self.entries,
+        }
+        run = _write_index(self.root, index)
+        if self.arrays:
+            for op in run.ops:
+                op.inputs = [self._with_values(ref) for ref in op.inputs]
+                op.outputs = [self._with_values(ref) for ref in op.outputs]
+        return run
+
+    def _with_values(self, ref):
+        from dataclasses import replace
+
+        kept = self.arrays.get(ref.path.name) if ref.path is not None else None
+        return ref if kept is None else replace(ref, values=kept)
+
+
+# --------------------------------------------------------------------------- one run of a cell
+
+
+class Side:
+    """One run of the cell, recorded: under the hooks in PyNative mode, from a data dump in
+    GRAPH mode. ``mode`` forces one for the run (the context is put back after it); ``dtype``
+    runs the networks of ``namespace`` in that float type (``Cell.to_float``, undone after)."""
+
+    def __init__(self, session: DiffSession, label: str, mode: str | None = None, dtype: str | None = None) -> None:
+        self.session, self.label, self.mode, self.dtype = session, label, mode, dtype
+        self.run: Run | None = None
+        self._hooks = None
+        self._recorder: RunRecorder | None = None
+        self._scopes: list[Any] = []
+        self._dump = ""
+        self._before: set[str] = set()
+        self._held = False
+
+    @property
+    def graph(self) -> bool:
+        from ..backend import get_backend
+
+        return self.mode == "graph" if self.mode else get_backend().read("mode") == 0
+
+    def __enter__(self) -> Side:
+        from .. import settings
+        from ..backend.hooks import OpHooks
+        from . import datadump
+
+        interrupts.hold()  # released at the end of __exit__, as %%msnan does: see NanSession
+        self._held = True
+        try:
+            self.session.before_side(self)
+            if self.mode is not None:
+                scope = settings.context(mode=self.mode)
+                scope.__enter__()
+                self._scopes.append(scope)
+            if self.dtype is not None:
+                from ..backend.diff import FloatScope, networks_in
+
+                cells = networks_in(self.session.namespace)
+                if not cells:
+                    from ..errors import MagicUsageError
+
+                    raise MagicUsageError(
+                        f"--dtype {self.dtype}: no network (a Cell or a Model) in the namespace to run in {self.dtype}."
+                    )
+                scope = FloatScope(cells, self.dtype)
+                scope.__enter__()
+                self._scopes.append(scope)
+            if self.graph:
+                self._dump, _ = datadump.dump_for_cell(self.session.code, magic="%%msdiff", rerun=_NO_RERUN)
+                self._before = _iteration_dirs(self._dump)
+            else:
+                self._recorder = RunRecorder(
+                    self.session.side_dir(self),
+                    self.session.run_label(self),
+                    self.session.meta(self),
+                    keep_in_memory=not self.session.saves(self),
+                )
+                self._hooks = OpHooks(self._recorder)
+                self._hooks.install()
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    @interrupts.protected
+    def _close(self) -> None:
+        try:
+            if self._hooks is not None:
+                hooks, self._hooks = self._hooks, None
+                hooks.remove()
+        finally:
+            try:
+                while self._scopes:
+                    self._scopes.pop().__exit__(None, None, None)
+            finally:
+                if self._held:
+                    self._held = False
+                    interrupts.let_go()
+
+    @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the hooks' removal
+    def __exit__(self, kind, error, tb) -> bool:
+        self._close()
+        if kind is None:
+            self._finish()
+        return False
+
+    def _finish(self) -> None:
+        from ..dumps.diff import run_from_new_iterations
+
+        if self._recorder is not None:
+            self.run = self._recorder.finish()
+            reason = graph_only_reason(self.session.code)
+            if reason:
+                self.run.notes.append(f"{self.label}: the hooks record PyNative ops only; {reason}")
+        elif self._dump:
+            self.run = run_from_new_iterations(self._dump, self._before, self.label)
+
+
+_SCRATCH: list[Path] = []  # this process's recordings: a report's walker reads them until the process ends
+
+
+@atexit.register
+def _remove_scratch() -> None:
+    import shutil
+
+    for path in _SCRATCH:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+_NO_RERUN = "or compare in PyNative mode, where the hooks record every op: %%msdiff --repeat, --dtype or --against"
+
+
+def _iteration_dirs(root: str) -> set[str]:
+    from ..dumps.datadump import iteration_paths
+
+    return iteration_paths(root)
+
+
+# --------------------------------------------------------------------------- the session
+
+
+class DiffSession:
+    """What ``%%msdiff`` runs: the cell once or twice (:attr:`sides`), then :meth:`report`.
+
+    ``how``: ``repeat`` (the same cell twice), ``modes`` (PyNative, then GRAPH), ``dtype``
+    (as it is, then the networks in ``dtype``), or ``against`` (once, against ``against``: a
+    saved run's name or a directory). ``save`` keeps the (first) run as ``runs_dir/<save>``.
+    The Parameters of the networks in ``namespace`` are put back before the second run, so
+    both start from the same values; ``seed`` (MindSpore's global seed) is set before each.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        namespace: dict,
+        how: str = "repeat",
+        *,
+        dtype: str | None = None,
+        against: str | None = None,
+        save: str | None = None,
+        seed: int | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        rule: str = "allclose",
+        runs_dir: str | os.PathLike = "msdiff_runs",
+    ) -> None:
+        import tempfile
+
+        self.code, self.namespace, self.how = code, namespace, how
+        self.dtype, self.against, self.save, self.seed = dtype, against, save, seed
+        self.rtol, self.atol, self.rule = rtol, atol, rule
+        self.runs_dir = Path(runs_dir)
+        self.reference: Run | None = None
+        if against is not None:
+            self.reference = read_against(against, self.runs_dir)  # a bad name fails before the cell runs
+        if save is not None:
+            check_run_name(save, self.runs_dir)
+        self.scratch = Path(tempfile.mkdtemp(prefix="msdebug-diff-"))
+        _SCRATCH.append(self.scratch)
+        self._snapshot = None
+        if how == "repeat":
+            self.sides = [Side(self, "first run"), Side(self, "second run")]
+        elif how == "modes":
+            self.sides = [Side(self, "PyNative", mode="pynative"), Side(self, "GRAPH", mode="graph")]
+        elif how == "dtype":
+            self.sides = [Side(self, "as it is"), Side(self, dtype or "float16", dtype=dtype or "float16")]
+        elif how in ("against", "save"):
+            self.sides = [Side(self, "this run")]
+        else:
+            raise ValueError(f"unknown comparison {how!r}")
+
+    def discard(self) -> None:
+        """After a run that failed or was interrupted: its recordings go, and so does a run
+        being saved that never got its ``run.json`` (the name is free again)."""
+        import shutil
+
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.save is not None:
+            saved = self.runs_dir / self.save
+            if saved.is_dir() and not (saved / RUN_FILE).exists():
+                shutil.rmtree(saved, ignore_errors=True)
+
+    def side_dir(self, side: Side) -> Path:
+        if self.save is not None and side is self.sides[0]:
+            return self.runs_dir / self.save
+        return self.scratch / f"side{self.sides.index(side)}"
+
+    def saves(self, side: Side) -> bool:
+        """Whether this side is the run ``--save`` keeps (then every tensor goes to a file)."""
+        return self.save is not None and side is self.sides[0]
+
+    def run_label(self, side: Side) -> str:
+        """A saved run is known by its name (in reports, in a terminal); the others by their side."""
+        return self.save if self.save is not None and side is self.sides[0] else side.label
+
+    def meta(self, side: Side) -> dict:
+        from ..backend import get_backend
+
+        backend = get_backend()
+        return {
+            "mode": "GRAPH" if side.graph else "PyNative",
+            "dtype": side.dtype or "as it is",
+            "mindspore": backend.version,
+            "cell": self.code[:20_000],
+        }
+
+    def before_side(self, side: Side) -> None:
+        """Before each run: the first takes the Parameters' values, the later ones start from them."""
+        from ..backend.diff import ParameterSnapshot, networks_in
+
+        if side is self.sides[0]:
+            if len(self.sides) > 1:
+                self._snapshot = ParameterSnapshot(networks_in(self.namespace))
+        elif self._snapshot is not None:
+            self._snapshot.restore()
+        if self.seed is not None:
+            from ..backend.diff import set_seed
+
+            set_seed(self.seed)
+
+    def report(self):
+        """The comparison of the runs (the later side against the earlier, or this run against
+        the saved one); for ``--save`` alone, what was saved."""
+        from ..dumps.diff import diff_runs
+
+        runs = [side.run for side in self.sides]
+        if any(run is None for run in runs):
+            return None
+        if self.save is not None and runs[0].kind == "data dump":
+            runs[0] = save_run(runs[0], self.runs_dir / self.save, self.save)
+        if self.how == "save":
+            return SavedRun(runs[0], self.save or "")
+        if self.how == "against":
+            a, b = runs[0], self.reference
+        else:
+            b, a = runs
+        return diff_runs(a, b, self.rtol, self.atol, self.rule)
+
+
+# --------------------------------------------------------------------------- saved runs
+
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", re.ASCII)
+
+
+def check_run_name(name: str, runs_dir: str | os.PathLike) -> Path:
+    """Where ``--save NAME`` writes: a new directory under ``runs_dir``; never an existing one."""
+    if not isinstance(name, str) or not _RUN_NAME.match(name) or ".." in name:
+        raise InvalidValueError(
+            f"--save {name!r}: a run's name is letters, digits, '_', '-' and '.', up to 100, starting with a "
+            "letter or digit (it names a directory)."
+        )
+    path = Path(runs_dir) / name
+    if path.exists():
+        taken = {p.name for p in Path(runs_dir).iterdir()} if Path(runs_dir).is_dir() else set()
+        free = next(f"{name}-{n}" for n in range(2, 10_000) if f"{name}-{n}" not in taken)
+        raise InvalidValueError(f"--save {name}: {path} exists and msdebug never writes over a run; use --save {free}.")
+    return path
+
+
+def read_against(what: str, runs_dir: str | os.PathLike) -> Run:
+    """``--against``: a saved run's name (under ``runs_dir``) or a directory (a saved run, a
+    MindSpore data dump or an msprobe dump)."""
+    named = Path(runs_dir) / what
+    if _RUN_NAME.match(what) and named.is_dir():
+        return read_any_run(named)
+    if Path(what).expanduser().is_dir():
+        return read_any_run(Path(what).expanduser())
+    saved = sorted(p.name for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
+    raise InvalidValueError(
+        f"--against {what!r}: no saved run of that name in {runs_dir}/ and no such directory; saved runs: "
+        f"{', '.join(saved[:20]) or 'none yet (save one with --save NAME)'}.{did_you_mean(what, saved)}"
+    )
+
+
+def save_run(run: Run, root: Path, label: str = "") -> Run:
+    """A run read from a data dump, written as a saved run: ``run.json`` and the tensors beside it
+    (hard links where the file system allows, copies through the opener otherwise)."""
+    from ..files import open_regular
+
+    root.mkdir(parents=True, exist_ok=False)
+    entries = []
+    for op in run.ops:
+        entry = {"name": op.name, "type": op.op_type, "scope": op.scope, "source": op.source, "code": op.code,
+                 "cell": op.cell, "inputs": [], "outputs": []}  # fmt: skip
+        for ref in op.tensors:
+            item: dict[str, Any] = {"file": None, "shape": list(ref.shape), "dtype": ref.dtype}
+            if ref.path is not None:
+                file = f"{op.index:06d}.{ref.slot.replace(' ', '.')}.npy"
+                try:
+                    with open_regular(ref.path, DumpError, follow=False) as source, open(root / file, "xb") as target:
+                        while chunk := source.read(1 << 20):
+                            target.write(chunk)
+                    item["file"] = file
+                except (DumpError, OSError):
+                    pass
+            entry[ref.io + "s"].append(item)
+        entries.append(entry)
+    index = {"format": RUN_FORMAT, "version": RUN_VERSION, "label": label or run.label, "kind": run.kind, **run.meta,
+             "notes": run.notes, "ops": entries}  # fmt: skip
+    return _write_index(root, index)
+
+
+def _write_index(root: Path, index: dict) -> Run:
+    """``run.json``, written last and in one rename (a directory with one holds a whole run);
+    then the run as any reader reads it."""
+    partial = root / (RUN_FILE + ".partial")
+    with open(partial, "x", encoding="utf-8") as handle:
+        json.dump(index, handle)
+    os.replace(partial, root / RUN_FILE)
+    return read_run(root)
+
+
+class SavedRun(Rendered):
+    """What ``%%msdiff --save NAME`` kept, and how to compare against it."""
+
+    _views = rendered_by(lambda v: (v.diff.html_saved, v.diff.text_saved))
+
+    def __init__(self, run: Run, name: str) -> None:
+        self.run, self.name = run, name
