@@ -2,9 +2,12 @@
 
 :class:`RunRecorder` observes :class:`msdebug.backend.hooks.OpHooks` as ``%%msnan``'s watch
 does, names each op as MindSpore names its kernels (:class:`~msdebug.backend.hooks.OpNames`),
-and saves each tensor once as ``.npy``: an op's input that an earlier op made refers to that
-op's file. ``run.json`` is written last, in one rename, so a directory with one is complete;
-:func:`msdebug.dumps.diff.read_run` reads it back, in this kernel, another one or a terminal.
+and keeps each tensor once: an op's input that an earlier op made refers to that op's values.
+A run that is compared at once keeps them in memory (up to 512 MiB); a run that is saved
+writes one ``.npy`` per tensor and ``run.json`` last, in one rename, so a directory with one is
+complete; :func:`msdebug.dumps.diff.read_run` reads it back, in this kernel, another one or a
+terminal. :class:`DiffSession` runs the cell once or twice with such a recorder (PyNative) or
+a data dump (GRAPH) and compares.
 """
 
 from __future__ import annotations
