@@ -100,6 +100,20 @@ def test_a_float16_overflow_is_found_at_its_op(kernel):
     assert "(h * 3000.0).mean()" in text
     status, outputs = kernel.run("print(big.fc.mixed_precision_type, big.fc.weight.dtype)")
     assert _text(outputs).strip() == "None Float32"  # to_float undone
+    # bfloat16 (element-wise: this CPU build has no bfloat16 MatMul or reduction) rounds 13.3 to
+    # 13.3125, within bfloat16's tolerance. numpy has no bfloat16: its values are kept as float32,
+    # compared with bfloat16's tolerance.
+    status, outputs = kernel.run(
+        "class Affine(nn.Cell):\n    def construct(self, x):\n        return x * 3.0 + 1.0\n"
+        "affine = Affine()\nx41 = ms.Tensor(np.full((2, 8), 4.1, np.float32))"
+    )
+    assert status == "ok", outputs
+    status, outputs = kernel.run("%%msdiff --dtype bfloat16\naffine(x41)")
+    text = _text(outputs)
+    assert status == "ok" and "bfloat16 (msdebug run) against as it is" in text, text
+    assert "They agree: 2 aligned ops" in text, text
+    status, outputs = kernel.run("%%msdiff --dtype bfloat16 --rtol 0 --atol 0\naffine(x41)")
+    assert "First difference at Default/Mul" in _text(outputs) or "First difference at Default/Add" in _text(outputs)
 
 
 def test_parameters_are_put_back_so_a_training_step_repeats_exactly(kernel):

@@ -111,6 +111,9 @@ class RunRecorder:
                 "shape": list(getattr(tensor, "shape", ())),
                 "dtype": str(getattr(tensor, "dtype", "")),
             }
+        dtype = str(getattr(tensor, "dtype", values.dtype))  # MindSpore's name: Float16, BFloat16, Int64
+        if values.dtype.kind == "V":  # bfloat16: numpy cannot store it; float32 holds each value exactly
+            values = values.astype(np.float32)
         file = f"{index:06d}.{io}.{slot}.npy"
         if self.keep_in_memory and self._in_memory + values.nbytes <= self.MEMORY_BYTES:
             self.arrays[file] = values
@@ -118,7 +121,7 @@ class RunRecorder:
         else:
             np.save(self.root / file, values, allow_pickle=False)
         self.bytes += values.nbytes
-        ref = {"file": file, "shape": list(values.shape), "dtype": str(values.dtype)}
+        ref = {"file": file, "shape": list(values.shape), "dtype": dtype}
         try:
             self._files[id(tensor)] = (weakref.ref(tensor), ref)
         except TypeError:  # a Tensor without weak references: saved again if seen again
