@@ -9,44 +9,19 @@ that differ), and the chosen op's tensors side by side with their histograms.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["DiffWidget", "register", "unregister"]
 
 # By name: registering the formatter at %load_ext must not import the reader and views.
 _REPORT = "msdebug.dumps.diff.DiffReport"
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _MAX_OPTIONS = 500
 _SAMPLE = 1 << 22  # values read for one histogram: the first 4 Mi of a tensor
 
 
-def _bundle_for(shell):
-    def bundle(report) -> dict[str, Any] | None:
-        """The widget view where a front end can show widgets; None leaves the static views."""
-        if getattr(shell, "kernel", None) is None:
-            return None
-        try:
-            widget = DiffWidget(report)
-        except ImportError:
-            return None
-        data = widget.widget._repr_mimebundle_()
-        return {WIDGET_VIEW: data[WIDGET_VIEW]} if WIDGET_VIEW in data else None
-
-    return bundle
-
-
 def register(shell) -> None:
     """Show diff reports as :class:`DiffWidget` in ``shell``; a second call is harmless."""
-    formatter = shell.display_formatter.mimebundle_formatter
-    try:
-        current = formatter.lookup_by_type(_REPORT)
-    except KeyError:
-        current = None
-    if not getattr(current, "msdebug", False):
-        formatter.pop(_REPORT, None)
-        printer = _bundle_for(shell)
-        printer.msdebug = True
-        formatter.for_type_by_name(*_REPORT.rsplit(".", 1), printer)
+    from .explorer import widget_formatter
+
+    widget_formatter(shell, _REPORT, DiffWidget)
 
 
 def unregister(shell) -> None:

@@ -55,33 +55,40 @@ class CellNames:
 _hooks: dict[int, CellNames] = {}
 
 
-def _bundle_for(shell):
-    def bundle(explorer: Explorer) -> dict[str, Any] | None:
+def _bundle_for(shell, make):
+    def bundle(model) -> dict[str, Any] | None:
         """The widget view where a front end can show widgets; None leaves the static views."""
         if getattr(shell, "kernel", None) is None:
             return None  # a terminal: text/plain is all there is
         try:
-            widget = ExplorerWidget(explorer)
+            widget = make(model)
         except ImportError:
-            return None  # no ipywidgets: the static HTML summary is shown
+            return None  # no ipywidgets: the static HTML is shown
         data = widget.widget._repr_mimebundle_()
         return {WIDGET_VIEW: data[WIDGET_VIEW]} if WIDGET_VIEW in data else None
 
     return bundle
 
 
-def show_as_widget(shell) -> None:
-    """Display explorers as :class:`ExplorerWidget` in ``shell`` (also without ``%load_ext``)."""
+def widget_formatter(shell, type_name: str, make) -> None:
+    """Display models of the class ``type_name`` (by name: nothing is imported) as the widget
+    ``make(model).widget`` in ``shell``, keeping their static HTML and text; a second call is
+    harmless. The explorer and the diff walker are shown this way."""
     formatter = shell.display_formatter.mimebundle_formatter
     try:
-        current = formatter.lookup_by_type(_EXPLORER)
+        current = formatter.lookup_by_type(type_name)
     except KeyError:
         current = None
     if not getattr(current, "msdebug", False):
-        formatter.pop(_EXPLORER, None)
-        printer = _bundle_for(shell)
+        formatter.pop(type_name, None)
+        printer = _bundle_for(shell, make)
         printer.msdebug = True
-        formatter.for_type_by_name(*_EXPLORER.rsplit(".", 1), printer)
+        formatter.for_type_by_name(*type_name.rsplit(".", 1), printer)
+
+
+def show_as_widget(shell) -> None:
+    """Display explorers as :class:`ExplorerWidget` in ``shell`` (also without ``%load_ext``)."""
+    widget_formatter(shell, _EXPLORER, ExplorerWidget)
 
 
 def register(shell) -> None:
