@@ -424,12 +424,8 @@ def run_from_dump(path: str | os.PathLike, rank: int | None = None, iteration: i
     where = dump.rank(rank)
     it = where.iteration(iteration, graph_id)
     notes = list(it.notes)
-    places = _ir_places(where.ir_path(it.graph_id), notes)
-    ops = []
-    for op in it.ops:
-        scope, _ = scope_of(op.name)
-        refs = [[TensorRef(t.label, t.path, (), t.dtype) for t in tensors] for tensors in (op.inputs, op.outputs)]
-        ops.append(RunOp(len(ops), op.name, op.op_type, scope, *refs, *places.get(op.name, ("", "", ""))))
+    ops: list[RunOp] = []
+    _add_ops(ops, it, _ir_places(where.ir_path(it.graph_id), notes))
     if not it.order_known:
         notes.append("the dump has no execution order for this graph: ops are in the order of their files' timestamps")
     label = f"{Path(path).name} (rank {where.rank}, graph {it.graph_id}, iteration {it.iteration})"
@@ -455,12 +451,18 @@ def run_from_new_iterations(path: str | os.PathLike, skip: set[str], label: str)
         notes.extend(it.notes)
         if it.graph_id not in places:
             places[it.graph_id] = _ir_places(where.ir_path(it.graph_id), notes)
-        for op in it.ops:
-            refs = [[TensorRef(t.label, t.path, (), t.dtype) for t in tensors] for tensors in (op.inputs, op.outputs)]
-            ops.append(RunOp(len(ops), op.name, op.op_type, scope_of(op.name)[0], *refs,
-                             *places[it.graph_id].get(op.name, ("", "", ""))))  # fmt: skip
+        _add_ops(ops, it, places[it.graph_id])
     meta = {"iterations": [[it.graph_id, it.iteration] for it in where.iterations], "rank": where.rank}
     return Run(Path(path), "data dump", label, ops, meta, notes)
+
+
+def _add_ops(ops: list[RunOp], iteration, places: dict[str, tuple[str, str, str]]) -> None:
+    """The kernels of one dumped iteration, appended to ``ops`` in execution order, with their
+    source lines from ``places``."""
+    for op in iteration.ops:
+        refs = [[TensorRef(t.label, t.path, (), t.dtype) for t in tensors] for tensors in (op.inputs, op.outputs)]
+        ops.append(RunOp(len(ops), op.name, op.op_type, scope_of(op.name)[0], *refs,
+                         *places.get(op.name, ("", "", ""))))  # fmt: skip
 
 
 def _ir_places(ir_path: Path | None, notes: list[str]) -> dict[str, tuple[str, str, str]]:
