@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_nan import make_dump
 from goals import verdict
 
 DIFF_RATIO = 0.5
@@ -65,33 +66,10 @@ print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
-def make_dump(root: Path, ops: int, kb: int, changed: bool) -> tuple[Path, list[str]]:
-    """A one-iteration data dump in MindSpore's layout; returns its path and its files in order."""
-    rank = root / "rank_0"
-    step = rank / "Net" / "0" / "0"
-    step.mkdir(parents=True)
-    (rank / "execution_order").mkdir()
-    (rank / ".dump_metadata").mkdir()
-    (rank / ".dump_metadata" / "config.json").write_text('{"device_target":"CPU","ms_version":"2.10.0"}')
-    names = [f"Default/layer{i}-Block/Mul-op{i}" for i in range(ops)]
-    (rank / "execution_order" / "ms_execution_order_graph_0.csv").write_text(
-        "NodeExecutionOrder-FullNameWithScope\n" + "\n".join(names) + "\n"
-    )
-    (rank / "execution_order" / "ms_global_execution_order_graph_0.csv").write_text("0\n")
-    values = np.random.default_rng(0).standard_normal(kb * 256).astype(np.float32)
-    order, stamp = [], 1_795_000_000_000_000
-    for i, name in enumerate(names):
-        flat = name.replace("/", "_")
-        for io in ("input", "output"):
-            stamp += 1
-            path = step / f"Mul.{flat}.0.0.{stamp}.{io}.0.DefaultFormat.Float32.npy"
-            array = values
-            if changed and i == ops - 1 and io == "output":
-                array = values.copy()
-                array[-1] += 1.0
-            np.save(path, array)
-            order.append(str(path))
-    return root, order
+def _one_more(values: np.ndarray) -> np.ndarray:
+    changed = values.copy()
+    changed[-1] += 1.0
+    return changed
 
 
 def run(code: str) -> tuple[float, int]:
@@ -102,8 +80,8 @@ def run(code: str) -> tuple[float, int]:
 def bench_diff(args) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="msdebug-bench-diff-"))
     try:
-        a, files_a = make_dump(scratch / "a", args.ops, args.kb, changed=True)
-        b, files_b = make_dump(scratch / "b", args.ops, args.kb, changed=False)
+        a, files_a = make_dump(scratch / "a", args.ops, args.kb, last=_one_more)
+        b, files_b = make_dump(scratch / "b", args.ops, args.kb, last=None)
         listing = scratch / "pairs.txt"
         listing.write_text("\n".join(f"{x} {y}" for x, y in zip(files_a, files_b, strict=True)))
         size = sum(Path(f).stat().st_size for f in files_a + files_b)

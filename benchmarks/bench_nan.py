@@ -65,8 +65,16 @@ print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
-def make_dump(root: Path, ops: int, kb: int) -> tuple[Path, list[str]]:
-    """A one-iteration data dump in MindSpore's layout; returns its path and its files in scan order."""
+def _nan_last(values: np.ndarray) -> np.ndarray:
+    changed = values.copy()
+    changed[-1] = np.nan
+    return changed
+
+
+def make_dump(root: Path, ops: int, kb: int, last=_nan_last) -> tuple[Path, list[str]]:
+    """A one-iteration data dump in MindSpore's layout; returns its path and its files in scan
+    order. ``last`` makes the last op's output from the values every other tensor holds (by
+    default: a NaN at its end; None: the same values)."""
     rank = root / "dump" / "rank_0"
     step = rank / "Net" / "0" / "0"
     step.mkdir(parents=True)
@@ -86,11 +94,7 @@ def make_dump(root: Path, ops: int, kb: int) -> tuple[Path, list[str]]:
         for io in ("input", "output"):
             stamp += 1
             path = step / f"Mul.{flat}.0.0.{stamp}.{io}.0.DefaultFormat.Float32.npy"
-            array = values
-            if i == ops - 1 and io == "output":
-                array = values.copy()
-                array[-1] = np.nan
-            np.save(path, array)
+            np.save(path, last(values) if last is not None and i == ops - 1 and io == "output" else values)
             order.append(str(path))
     return root / "dump", order
 
