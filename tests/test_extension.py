@@ -132,6 +132,25 @@ print(ms.log.get_level())
     assert "The 'log_level' trait of a MsDebug instance expected any of ['DEBUG'," in out.stderr
 
 
+def test_preferences_from_a_config_file_take_effect_at_load():
+    """``c.MsDebug.log_level = "ERROR"`` in ipython_config.py (or ``--MsDebug.log_level=ERROR`` on
+    a kernel's command line) reaches the preferences inside their own construction."""
+    out = lines(
+        """
+ip.config.MsDebug.log_level = "ERROR"
+ip.config.MsDebug.print_capture = True
+ip.config.MsDebug.cell_files = False
+ip.run_line_magic("load_ext", "msdebug")
+from msdebug.ipython.prefs import preferences
+prefs = preferences(ip)
+print(os.environ["GLOG_v"], prefs.prints.every_cell, prefs.files in ip.events.callbacks["pre_run_cell"])
+ip.run_line_magic("unload_ext", "msdebug")
+print("GLOG_v" in os.environ)
+"""
+    )
+    assert out == ["3 True False", "False"], out.stderr
+
+
 def test_reset_goes_back_to_mindspores_start_up_context_when_loaded_first():
     out = lines(
         """

@@ -43,6 +43,10 @@ class MsDebug(Configurable):
     ).tag(config=True)
 
     def __init__(self, shell, **kwargs) -> None:
+        # Values from a config file (``c.MsDebug.log_level``) arrive inside Configurable's
+        # __init__ and fire the observers before anything below exists: they wait, and the
+        # values in effect at the end are applied once, here.
+        self._ready = False
         super().__init__(parent=shell, **kwargs)
         self.shell = shell
         self.prints = CellCapture(shell)
@@ -53,10 +57,12 @@ class MsDebug(Configurable):
         self.files = CellFiles(shell)
         if self.cell_files:
             shell.events.register("pre_run_cell", self.files)
+        self._ready = True
 
     @observe("log_level")
     def _log_level_changed(self, change) -> None:
-        self._apply_log_level(change["new"])
+        if self._ready:
+            self._apply_log_level(change["new"])
 
     def _apply_log_level(self, level: str) -> None:
         problem = self.log.apply(level)
@@ -65,10 +71,13 @@ class MsDebug(Configurable):
 
     @observe("print_capture")
     def _print_capture_changed(self, change) -> None:
-        self.prints.every_cell = change["new"]
+        if self._ready:
+            self.prints.every_cell = change["new"]
 
     @observe("cell_files")
     def _cell_files_changed(self, change) -> None:
+        if not self._ready:
+            return
         if change["new"]:
             self.shell.events.register("pre_run_cell", self.files)
         else:
