@@ -125,13 +125,6 @@ def pytest_addoption(parser):
     )
 
 
-def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than this process may use cores. The tests spend about a
-    third of their time waiting on kernels, JupyterLab and Chromium; with a worker per core the
-    cores idle meanwhile (measured on 2 cores, back to back: 286 s with 3 workers, 315 s with 2)."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def pytest_xdist_make_scheduler(config, log):
     """xdist's ``loadscope`` (each module whole on one worker, so module fixtures are made once),
     with the longest work first, so that no worker is left alone with it at the end.
