@@ -104,7 +104,7 @@ class RunRecorder:
 
         try:
             values = to_numpy(tensor)
-        except Exception:  # noqa: BLE001 - bfloat16 and other dtypes numpy cannot hold
+        except Exception:  # noqa: BLE001 - a dtype asnumpy() cannot give (bfloat16 comes back as a void dtype, below)
             self.unreadable += 1
             return {
                 "file": None,
