@@ -1,0 +1,88 @@
+"""What msrun starts for ``%msrun``: the task script of every process of the job.
+
+msrun runs the task script once as the scheduler (``MS_ROLE=MS_SCHED``) and once per worker
+(``MS_ROLE=MS_WORKER``, ``RANK_ID``). Here:
+
+* a worker becomes an IPython kernel, with msdebug loaded, whose connection file it writes as
+  ``<pool>/rank<R>.json`` (its pid beside it, in ``rank<R>.pid``): the notebook's kernel
+  connects to it as JupyterLab connects to a kernel. The person's cells call
+  ``mindspore.communication.init()`` themselves, so context settings can come first;
+* the scheduler waits in ``init()`` for the workers, then until the pool stops.
+
+Both end when the notebook's kernel is gone (its pid and start time are in
+``MSDEBUG_PARENT``): msrun's processes are not the kernel's children, so nothing else would
+end them after a kernel is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+__all__ = ["main", "parent_alive"]
+
+POLL_S = 0.5
+
+
+def _start_time(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot ('' when it is gone): a pid that was
+    reused by another process has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def parent_alive(parent: str) -> bool:
+    """Whether the notebook kernel ``"<pid>:<start time>"`` still runs."""
+    pid, _, started = parent.partition(":")
+    return pid.isdigit() and _start_time(int(pid)) == started
+
+
+def _watch_parent(parent: str) -> None:
+    """End this process when the notebook's kernel is gone (a daemon thread)."""
+
+    def watch() -> None:
+        while parent_alive(parent):
+            time.sleep(POLL_S)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="msdebug-parent-watch", daemon=True).start()
+
+
+def _scheduler(pool: str) -> int:
+    from mindspore.communication import init
+
+    init()
+    stop = os.path.join(pool, "stop")
+    while not os.path.exists(stop):
+        time.sleep(POLL_S)
+    return 0
+
+
+def _worker(pool: str, rank: str) -> int:
+    from ipykernel.kernelapp import IPKernelApp
+
+    with open(os.path.join(pool, f"rank{rank}.pid"), "x", encoding="ascii") as handle:
+        handle.write(str(os.getpid()))
+    app = IPKernelApp.instance()
+    app.initialize(["-f", os.path.join(pool, f"rank{rank}.json"), "--IPKernelApp.exec_lines=['%load_ext msdebug']"])
+    app.start()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    pool = argv[1]
+    parent = os.environ.get("MSDEBUG_PARENT", "")
+    if parent:
+        _watch_parent(parent)
+    if os.environ.get("MS_ROLE") == "MS_SCHED":
+        return _scheduler(pool)
+    return _worker(pool, os.environ.get("RANK_ID", "0"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
