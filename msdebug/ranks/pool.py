@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import zmq
+
 from ..errors import MsDebugError
 
 __all__ = ["Pool", "RankResult"]
@@ -179,17 +181,28 @@ class Pool:
         requests = {rank: self.clients[rank].execute(code) for rank in chosen}
         results = {rank: RankResult(rank) for rank in chosen}
         waiting = set(chosen)
+        poller = zmq.Poller()
+        sockets = {}
+        for rank in chosen:
+            socket_ = self.clients[rank].iopub_channel.socket
+            poller.register(socket_, zmq.POLLIN)
+            sockets[socket_] = rank
+        checked = time.monotonic()
         while waiting:
-            for rank in list(waiting):
-                if not self.alive(rank):
-                    results[rank].status = "dead"
-                    waiting.discard(rank)
-                    continue
+            ready = dict(poller.poll(200))  # ms: a message wakes it at once
+            if time.monotonic() - checked > 0.2:
+                checked = time.monotonic()
+                for rank in list(waiting):
+                    if not self.alive(rank):
+                        results[rank].status = "dead"
+                        waiting.discard(rank)
+            for socket_ in ready:
+                rank = sockets[socket_]
                 try:
-                    msg = self.clients[rank].get_iopub_msg(timeout=0.02)
+                    msg = self.clients[rank].get_iopub_msg(timeout=0)
                 except queue.Empty:
                     continue
-                if msg["parent_header"].get("msg_id") != requests[rank]:
+                if msg["parent_header"].get("msg_id") != requests[rank] or rank not in waiting:
                     continue
                 kind, content = msg["msg_type"], msg["content"]
                 if kind == "stream" and output is not None:
