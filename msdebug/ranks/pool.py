@@ -100,6 +100,10 @@ class Pool:
         env["MSDEBUG_PARENT"] = f"{os.getpid()}:{_start_time(os.getpid())}"
         env.setdefault("GLOG_v", "3")  # MindSpore's cluster building logs ~30 warnings per rank otherwise
         env.pop("PYTEST_CURRENT_TEST", None)
+        for name in [name for name in env if name.startswith("JPY_")]:
+            # This kernel's own: a worker kernel that inherits JPY_PARENT_PID ends as soon as msrun
+            # (its parent, which returns at once with --join=False) is gone.
+            del env[name]
         command = [
             _msrun(),
             f"--worker_num={self.workers}",

@@ -17,8 +17,8 @@ end them after a kernel is killed.
 from __future__ import annotations
 
 import os
+import signal
 import sys
-import threading
 import time
 
 __all__ = ["main", "parent_alive"]
@@ -27,13 +27,16 @@ POLL_S = 0.5
 
 
 def _start_time(pid: int) -> str:
-    """The start time of ``pid`` in clock ticks since boot ('' when it is gone): a pid that was
-    reused by another process has another start time."""
+    """The start time of ``pid`` in clock ticks since boot ('' when it is gone or a zombie): a
+    pid that was reused by another process has another start time."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
         return ""
+    if len(fields) < 20 or fields[0] in ("Z", "X"):  # a killed kernel stays a zombie until its manager reaps it
+        return ""
+    return fields[19]
 
 
 def parent_alive(parent: str) -> bool:
@@ -43,14 +46,23 @@ def parent_alive(parent: str) -> bool:
 
 
 def _watch_parent(parent: str) -> None:
-    """End this process when the notebook's kernel is gone (a daemon thread)."""
+    """End this process when the notebook's kernel is gone.
 
-    def watch() -> None:
+    The watcher is a forked process, not a thread: a rank stuck in MindSpore's C++ (a
+    collective that waits for a rank that never comes, ``init()`` waiting for the cluster)
+    holds the GIL, and a thread would never run. It ends with this process too.
+    """
+    me = os.getpid()
+    if os.fork() != 0:
+        return
+    try:
         while parent_alive(parent):
+            if os.getppid() != me:  # this process ended: nothing left to watch
+                os._exit(0)
             time.sleep(POLL_S)
-        os._exit(3)
-
-    threading.Thread(target=watch, name="msdebug-parent-watch", daemon=True).start()
+        os.kill(me, signal.SIGKILL)
+    finally:
+        os._exit(0)
 
 
 def _scheduler(pool: str) -> int:
