@@ -61,6 +61,25 @@ def test_a_rank_that_raises_is_named(ranks):
     assert "[rank 1] error: ValueError: rank one fails" in text_of(outputs, "stream", "stderr")
 
 
+def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
+    for rank in (0, 1):
+        marker = f"/tmp/msdebug-rank-loop-{rank}"
+        if os.path.exists(marker):
+            os.remove(marker)
+    msg_id = ranks.client.execute(
+        "%%msrun\nimport time\nopen(f'/tmp/msdebug-rank-loop-{get_rank()}', 'w').close()\nwhile True:\n    time.sleep(0.01)"
+    )
+    deadline = time.monotonic() + 120
+    while not all(os.path.exists(f"/tmp/msdebug-rank-loop-{rank}") for rank in (0, 1)):
+        assert time.monotonic() < deadline, "the ranks never started the loop"
+        time.sleep(0.02)
+    ranks.manager.interrupt_kernel()
+    status, outputs = ranks.finish(msg_id, 120)
+    assert status == "error" and [o["ename"] for o in outputs if o["type"] == "error"] == ["KeyboardInterrupt"]
+    status, outputs = ranks.run("%%msrun\nprint('still here')")
+    assert sorted(text_of(outputs, "stream", "stdout").splitlines()) == ["[rank 0] still here", "[rank 1] still here"]
+
+
 def test_ranks_end_within_seconds_of_a_killed_kernel():
     before = _rank_processes()
     kernel = Kernel()

@@ -192,8 +192,15 @@ class Pool:
             poller.register(socket_, zmq.POLLIN)
             sockets[socket_] = rank
         checked = time.monotonic()
+        interrupted = False
         while waiting:
-            ready = dict(poller.poll(200))  # ms: a message wakes it at once
+            try:
+                ready = dict(poller.poll(200))  # ms: a message wakes it at once
+            except KeyboardInterrupt:
+                # Ctrl-C in the notebook: every rank gets one, and the cell ends once they are idle.
+                interrupted = True
+                self.interrupt()
+                continue
             if time.monotonic() - checked > 0.2:
                 checked = time.monotonic()
                 for rank in list(waiting):
@@ -223,6 +230,8 @@ class Pool:
                         results[rank].status = "ok"
                         results[rank].finished_at = time.monotonic()
                     waiting.discard(rank)
+        if interrupted:
+            raise KeyboardInterrupt
         return [results[rank] for rank in chosen]
 
     def interrupt(self) -> None:
