@@ -95,3 +95,27 @@ def test_ranks_end_within_seconds_of_a_killed_kernel():
         assert _gone(ours), f"still running 5 s after the kernel was killed: {ours}"
     finally:
         kernel.close()
+
+
+def test_a_rank_left_in_a_collective_is_found_with_its_stack():
+    kernel = Kernel()
+    try:
+        status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2\n", timeout=300)
+        assert status == "ok", outputs
+        status, outputs = kernel.run(
+            "%%msrun\nimport numpy as np, mindspore as ms\nfrom mindspore import ops\n"
+            "from mindspore.communication import init, get_rank\ninit()",
+            timeout=300,
+        )
+        assert status == "ok", outputs
+        # Rank 1 enters an AllReduce that rank 0 never joins.
+        status, outputs = kernel.run(
+            "%%msrun --hang-after 3\nif get_rank() == 1:\n    print(ops.AllReduce()(ms.Tensor(np.ones(2, np.float32))))",
+            timeout=120,
+        )
+        text = text_of(outputs, "stream", "stderr")
+        assert "[rank 1] still busy 3 s after the others finished, at File" in text, (status, outputs)
+        assert "[rank 0]" not in text
+        kernel.run("%msrun stop", timeout=120)
+    finally:
+        kernel.close()

@@ -42,6 +42,7 @@ class RankResult:
     evalue: str = ""
     traceback: list[str] = field(default_factory=list)
     finished_at: float = 0.0
+    stacks: str = ""  # Python stacks of a rank still busy when the others were done ("hung")
 
 
 def _free_port() -> int:
@@ -177,10 +178,16 @@ class Pool:
 
     # -- running cells
     def execute(
-        self, code: str, ranks: Sequence[int] | None = None, output: OutputFn | None = None
+        self,
+        code: str,
+        ranks: Sequence[int] | None = None,
+        output: OutputFn | None = None,
+        hang_after: float = 30.0,
     ) -> list[RankResult]:
         """Run ``code`` on ``ranks`` (all by default) at once; ``output(rank, name, text)`` gets each
-        stream and result as it comes. Returns when every rank is idle again or dead."""
+        stream and result as it comes. Returns when every rank is idle again or dead, or when some
+        ranks are done and the others are still busy ``hang_after`` seconds later: those are
+        "hung", with their Python stacks (they go on running)."""
         chosen = list(self.clients) if ranks is None else list(ranks)
         requests = {rank: self.clients[rank].execute(code) for rank in chosen}
         results = {rank: RankResult(rank) for rank in chosen}
@@ -193,7 +200,13 @@ class Pool:
             sockets[socket_] = rank
         checked = time.monotonic()
         interrupted = False
+        first_done = 0.0
         while waiting:
+            if first_done and time.monotonic() - first_done > hang_after:
+                for rank in waiting:
+                    results[rank].status = "hung"
+                    results[rank].stacks = self.stacks(rank)
+                break
             try:
                 ready = dict(poller.poll(200))  # ms: a message wakes it at once
             except KeyboardInterrupt:
@@ -230,9 +243,30 @@ class Pool:
                         results[rank].status = "ok"
                         results[rank].finished_at = time.monotonic()
                     waiting.discard(rank)
+                    first_done = first_done or time.monotonic()
         if interrupted:
             raise KeyboardInterrupt
         return [results[rank] for rank in chosen]
+
+    def stacks(self, rank: int, timeout: float = 10.0) -> str:
+        """The Python stacks of every thread of ``rank`` now (faulthandler, on SIGUSR1)."""
+        path = self.dir / f"rank{rank}.stacks"
+        try:
+            before = path.stat().st_size
+            os.kill(self.pids[rank], signal.SIGUSR1)
+        except (OSError, KeyError):
+            return ""
+        deadline = time.monotonic() + timeout
+        size = before
+        while time.monotonic() < deadline:  # until the dump has stopped growing
+            time.sleep(0.05)
+            now = path.stat().st_size
+            if now > before and now == size:
+                break
+            size = now
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            handle.seek(before)
+            return handle.read(1 << 20)
 
     def interrupt(self) -> None:
         """Ctrl-C on every rank (each worker is in a session of its own)."""

@@ -76,7 +76,14 @@ def _scheduler(pool: str) -> int:
 
 
 def _worker(pool: str, rank: str) -> int:
+    import faulthandler
+
     from ipykernel.kernelapp import IPKernelApp
+
+    # Where this rank's Python stacks go on SIGUSR1, for a hang: a signal handler in C, so it
+    # runs also while MindSpore's C++ waits in a collective with the GIL held.
+    stacks = open(os.path.join(pool, f"rank{rank}.stacks"), "x", encoding="utf-8")  # noqa: SIM115 - for the process's life
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
 
     with open(os.path.join(pool, f"rank{rank}.pid"), "x", encoding="ascii") as handle:
         handle.write(str(os.getpid()))

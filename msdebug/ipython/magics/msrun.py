@@ -23,7 +23,12 @@ MSRUN = Spec(
             Option("--log-dir", "DIR", "msrun's --log_dir (worker_<rank>.log, scheduler.log)"),
         ),
     ),
-    cell=Form(options=(Option("--ranks", "0,2", "only these ranks"),)),
+    cell=Form(
+        options=(
+            Option("--ranks", "0,2", "only these ranks"),
+            Option("--hang-after", "S", "seconds a rank may stay busy after the others are done (default 30)"),
+        )
+    ),
 )
 
 _pool = None  # the pool of this kernel
@@ -78,10 +83,22 @@ class MsrunMagics(Magics):
         if args.cell is not None:
             if _pool is None:
                 raise MagicUsageError("%%msrun: no ranks yet; start them with %msrun start -n 2.")
-            results = _pool.execute(args.cell, _ranks(args.get("--ranks"), _pool.workers), _show)
-            failed = [r for r in results if r.status != "ok"]
-            for result in failed:
-                print(f"[rank {result.rank}] {result.status}: {result.ename}: {result.evalue}", file=sys.stderr)
+            hang = args.get("--hang-after", "30")
+            try:
+                hang_after = float(hang)
+            except ValueError:
+                raise MagicUsageError(f"%%msrun: --hang-after is a number of seconds, got {hang!r}.") from None
+            results = _pool.execute(args.cell, _ranks(args.get("--ranks"), _pool.workers), _show, hang_after)
+            for result in results:
+                if result.status == "error":
+                    print(f"[rank {result.rank}] error: {result.ename}: {result.evalue}", file=sys.stderr)
+                elif result.status == "hung":
+                    where = _innermost(result.stacks)
+                    print(f"[rank {result.rank}] still busy {hang_after:g} s after the others finished, at {where}; "
+                          "%msrun restart ends it", file=sys.stderr)  # fmt: skip
+                elif result.status == "dead":
+                    print(f"[rank {result.rank}] died; its log ends: {_pool.worker_log(result.rank)[-300:]}",
+                          file=sys.stderr)  # fmt: skip
             return None
         if args.word == "start":
             if _pool is not None:
@@ -115,3 +132,12 @@ def _show(rank: int, name: str, text: str) -> None:
     for line in text.splitlines(keepends=True):
         stream.write(f"[rank {rank}] {line}")
     stream.flush()
+
+
+def _innermost(stacks: str) -> str:
+    """The innermost frame of the main thread in a faulthandler dump: ``File "...", line N in f``."""
+    block = stacks.split("Current thread", 1)[-1]
+    for line in block.splitlines():
+        if line.strip().startswith("File "):
+            return line.strip()
+    return "an unknown place"
