@@ -114,7 +114,12 @@ def test_a_rank_left_in_a_collective_is_found_with_its_stack():
             timeout=120,
         )
         text = text_of(outputs, "stream", "stderr")
-        assert "[rank 1] still busy 3 s after the others finished, at File" in text, (status, outputs)
+        assert (
+            "[rank 1] still busy 3 s after the others finished, at a collective (AllReduce) at cell line 3" in text
+        ), (
+            status,
+            outputs,
+        )
         assert "[rank 0]" not in text
         kernel.run("%msrun stop", timeout=120)
     finally:

@@ -134,10 +134,27 @@ def _show(rank: int, name: str, text: str) -> None:
     stream.flush()
 
 
-def _innermost(stacks: str) -> str:
-    """The innermost frame of the main thread in a faulthandler dump: ``File "...", line N in f``."""
+_COLLECTIVES = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Barrier", "AllToAll", "Send", "Receive",
+                "all_reduce", "all_gather", "broadcast", "barrier", "reduce_scatter")  # fmt: skip
+
+
+def _innermost(stacks: str, offset: int = 1) -> str:
+    """Where a busy rank is, from its faulthandler dump: the innermost line of the cell it runs
+    (with its code; numbered as in the notebook, below the ``%%msrun`` line), and whether that
+    line calls a collective."""
+    import linecache
+    import re
+
     block = stacks.split("Current thread", 1)[-1]
-    for line in block.splitlines():
-        if line.strip().startswith("File "):
-            return line.strip()
+    frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', block)
+    for path, line, _ in frames:  # innermost first
+        if "ipykernel_" in path or path.startswith("<ipython-input"):
+            code = linecache.getline(path, int(line)).strip()
+            found = next((name for name in _COLLECTIVES if name in code), "")
+            number = int(line) + offset
+            where = f"cell line {number}: `{code}`" if code else f"cell line {number}"
+            return f"a collective ({found}) at {where}" if found else where
+    if frames:
+        path, line, function = frames[0]
+        return f"{function} ({path}:{line})"
     return "an unknown place"
