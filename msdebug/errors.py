@@ -35,6 +35,7 @@ __all__ = [
     "ProfileReadError",
     "ProfilerOptionsError",
     "ProfilerError",
+    "RankError",
 ]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -163,3 +164,12 @@ class ProfilerOptionsError(InvalidValueError):
 
 class ProfilerError(MsDebugError):
     """MindSpore's profiler refused to start or stop; the message says what it said."""
+
+
+class RankError(Exception):
+    """A ``%%msrun`` cell failed on its ranks: one raised, died or still runs after the others
+    (the report above says which, with the first traceback). Not a usage error, so the magic
+    layer lets it through as itself; IPython shows its one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        return wrap_message(f"{type(self).__name__}: {self}").splitlines()

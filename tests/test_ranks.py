@@ -1,8 +1,10 @@
-"""``%msrun`` (prototype): real ranks started through MindSpore's msrun on this CPU build."""
+"""``%msrun`` / ``%%msrun``: real ranks started through MindSpore's msrun on this CPU build, driven
+from a real Jupyter kernel (no status comm is open, so outputs are rank-prefixed text)."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -10,6 +12,11 @@ import time
 import pytest
 
 from helpers import Kernel, text_of
+
+INIT = (
+    "%%msrun\nimport os, numpy as np, mindspore as ms\nfrom mindspore import ops\n"
+    "from mindspore.communication import init, get_rank\ninit()"
+)
 
 
 def _rank_processes() -> set[int]:
@@ -28,20 +35,49 @@ def _gone(pids: set[int]) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-def ranks():
-    kernel = Kernel()
+def _wait_gone(pids: set[int], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _gone(pids)
+
+
+def _start(kernel: Kernel) -> None:
     status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
     assert status == "ok", outputs
-    status, outputs = kernel.run(
-        "%%msrun\nimport numpy as np, mindspore as ms\nfrom mindspore import ops\n"
-        "from mindspore.communication import init, get_rank\ninit()",
-        timeout=300,
-    )
+    status, outputs = kernel.run(INIT, timeout=300)
     assert status == "ok", outputs
+
+
+def _restart(kernel: Kernel) -> None:
+    status, outputs = kernel.run("%msrun restart", timeout=300)
+    assert status == "ok", outputs
+    status, outputs = kernel.run(INIT, timeout=300)
+    assert status == "ok", outputs
+
+
+def _stderr(outputs) -> str:
+    """The cell's stderr without IPython's colours (a rank's traceback keeps them)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text_of(outputs, "stream", "stderr"))
+
+
+def _error_line(outputs) -> str:
+    """The cell's one error line: its error, or the UsageError IPython writes to stderr."""
+    errors = [f"{o['ename']}: {o['evalue']}" for o in outputs if o["type"] == "error"]
+    errors += [line for line in _stderr(outputs).splitlines() if line.startswith("UsageError: ")]
+    assert len(errors) == 1, outputs
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    before = _rank_processes()
+    kernel = Kernel()
+    _start(kernel)
     yield kernel
     kernel.run("%msrun stop", timeout=120)
     kernel.close()
+    assert _wait_gone(_rank_processes() - before, 10)
 
 
 def test_an_allreduce_on_two_ranks_prints_per_rank(ranks):
@@ -50,27 +86,91 @@ def test_an_allreduce_on_two_ranks_prints_per_rank(ranks):
     assert sorted(text_of(outputs, "stream", "stdout").splitlines()) == ["[rank 0] [3. 3.]", "[rank 1] [3. 3.]"]
 
 
-def test_each_rank_keeps_its_namespace(ranks):
-    ranks.run("%%msrun\nmine = get_rank() * 10")
+def test_each_rank_keeps_its_namespace_and_ranks_choose_them(ranks):
+    status, outputs = ranks.run("%%msrun\nmine = get_rank() * 10")
+    assert status == "ok", outputs
     status, outputs = ranks.run("%%msrun --ranks 1\nprint(mine)")
     assert text_of(outputs, "stream", "stdout").splitlines() == ["[rank 1] 10"]
 
 
-def test_a_rank_that_raises_is_named(ranks):
-    status, outputs = ranks.run("%%msrun\nif get_rank() == 1:\n    raise ValueError('rank one fails')")
-    assert "[rank 1] error: ValueError: rank one fails" in text_of(outputs, "stream", "stderr")
+def test_c_level_output_and_stderr_stay_with_their_rank_in_order(ranks):
+    code = (
+        "%%msrun\nimport sys\nfor i in range(50):\n"
+        "    os.write(1, f'c{get_rank()}-{i}\\n'.encode())\n"
+        "    print(f'py{get_rank()}-{i}', file=sys.stderr, flush=True)\n"
+    )
+    status, outputs = ranks.run(code)
+    assert status == "ok", outputs
+    out, err = text_of(outputs, "stream", "stdout").splitlines(), _stderr(outputs).splitlines()
+    for rank in (0, 1):
+        assert [line for line in out if line.startswith(f"[rank {rank}]")] == [
+            f"[rank {rank}] c{rank}-{i}" for i in range(50)
+        ]
+        assert [line for line in err if line.startswith(f"[rank {rank}]")] == [
+            f"[rank {rank}] py{rank}-{i}" for i in range(50)
+        ]
+
+
+def test_the_print_operator_on_each_rank_is_captured_with_msprint(ranks):
+    code = "%%msrun\n%%msprint\nops.Print()('rank says', ms.Tensor(np.full(2, get_rank(), np.int32)))\n"
+    status, outputs = ranks.run(code)
+    assert status == "ok", outputs
+    text = text_of(outputs, "stream", "stdout")
+    for rank in (0, 1):
+        assert f"[rank {rank}] rank says" in text
+        assert f"[rank {rank}] Tensor(shape=[2], dtype=Int32, value= [{rank}, {rank}])" in text
+
+
+def test_the_first_rank_to_raise_is_named_first_with_its_traceback_at_the_cell_line(ranks):
+    code = (
+        "%%msrun\nimport time\n"
+        "if get_rank() == 1:\n    raise ValueError('rank one fails')\n"
+        "open(f'/tmp/msdebug-second-{os.getpid()}', 'w').close()\n"
+        "time.sleep(0.5)\n"  # rank 0 fails after rank 1 has
+        "raise KeyError('rank zero fails later')\n"
+    )
+    status, outputs = ranks.run(code)
+    assert status == "error"
+    stderr = _stderr(outputs)
+    assert stderr.startswith("msrun: rank 1 raised ValueError first at line 4; 1 more raised\n"), stderr
+    assert "--- rank 1, the first to raise ---" in stderr
+    assert "ValueError: rank one fails" in stderr and "line 4" in stderr
+    assert "rank 0: raised KeyError: 'rank zero fails later' at line 7" in stderr
+    assert _error_line(outputs) == "RankError: rank 1 raised ValueError first at line 4; 1 more raised."
+
+
+def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(ranks):
+    code = (
+        "%%msrun --hang-after 3\nimport time\n"
+        "if get_rank() == 0:\n"
+        "    while True:\n        time.sleep(0.01)\n"  # rank 0 never reaches the collective
+        "print(ops.AllReduce()(ms.Tensor(np.ones(2, np.float32))))\n"
+    )
+    started = time.monotonic()
+    status, outputs = ranks.run(code, timeout=120)
+    took = time.monotonic() - started
+    stderr = _stderr(outputs)
+    assert status == "error", outputs
+    assert "rank 1: waits in a collective (AllReduce) at line 6: `print(ops.AllReduce()" in stderr, stderr
+    assert "rank 0: still running at line 5: `time.sleep(0.01)` and never reached the collective" in stderr, stderr
+    assert "`%msrun interrupt --ranks 0` stops it" in stderr
+    assert took < 3 + 60, took  # named after --hang-after, not after MindSpore's cluster_time_out (600 s)
+    # Rank 0 is still busy: a new cell there says so, and interrupting it frees it.
+    status, outputs = ranks.run("%%msrun --ranks 0\nprint('hi')")
+    assert status == "error" and "rank 0 still runs an earlier cell" in _error_line(outputs)
+    status, outputs = ranks.run("%msrun interrupt --ranks 0")
+    assert status == "ok", outputs
+    _restart(ranks)  # rank 1 stays in the AllReduce: only a restart ends it
 
 
 def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
-    for rank in (0, 1):
-        marker = f"/tmp/msdebug-rank-loop-{rank}"
-        if os.path.exists(marker):
-            os.remove(marker)
+    markers = [f"{ranks.cwd}/loop-{rank}" for rank in (0, 1)]
     msg_id = ranks.client.execute(
-        "%%msrun\nimport time\nopen(f'/tmp/msdebug-rank-loop-{get_rank()}', 'w').close()\nwhile True:\n    time.sleep(0.01)"
+        f"%%msrun\nimport time\nopen({ranks.cwd!r} + f'/loop-{{get_rank()}}', 'w').close()\n"
+        "while True:\n    time.sleep(0.01)"
     )
     deadline = time.monotonic() + 120
-    while not all(os.path.exists(f"/tmp/msdebug-rank-loop-{rank}") for rank in (0, 1)):
+    while not all(os.path.exists(marker) for marker in markers):
         assert time.monotonic() < deadline, "the ranks never started the loop"
         time.sleep(0.02)
     ranks.manager.interrupt_kernel()
@@ -80,6 +180,41 @@ def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
     assert sorted(text_of(outputs, "stream", "stdout").splitlines()) == ["[rank 0] still here", "[rank 1] still here"]
 
 
+def test_a_rank_that_dies_is_named_with_its_exit_status_and_its_log(ranks):
+    code = (
+        "%%msrun\nimport sys\n"
+        "if get_rank() == 1:\n    print('about to crash', file=sys.stderr, flush=True)\n"
+        "    os.kill(os.getpid(), 11)\n"
+    )
+    status, outputs = ranks.run(code, timeout=120)
+    stderr = _stderr(outputs)
+    assert status == "error"
+    assert "rank 1: died (killed by SIGSEGV)" in stderr, stderr
+    assert "worker_1.log ends:" in stderr and "Segmentation fault" in stderr, stderr
+    assert "rank 0: finished" in stderr
+    status, outputs = ranks.run("%msrun status")
+    assert "rank 1 dead (killed by SIGSEGV)" in text_of(outputs, "execute_result")
+    _restart(ranks)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("%msrun start -n x", "-n is a whole number of ranks from 1, got 'x'"),
+        ("%msrun start", "2 ranks run already"),
+        ("%%msrun --ranks 0,5\nprint(1)", "the ranks here are 0 to 1; got '0,5'"),
+        ("%%msrun --ranks a\nprint(1)", "--ranks is a comma-separated list of ranks"),
+        ("%%msrun --hang-after -1\nprint(1)", "--hang-after is a number of seconds above 0, got '-1'"),
+        ("%msrun strat", "Did you mean 'start'?"),
+    ],
+)
+def test_bad_input_is_one_line(ranks, line, expected):
+    status, outputs = ranks.run(line)
+    assert status == "error"
+    error = _error_line(outputs)
+    assert expected in error and "\n" not in error, error
+
+
 def test_ranks_end_within_seconds_of_a_killed_kernel():
     before = _rank_processes()
     kernel = Kernel()
@@ -87,40 +222,22 @@ def test_ranks_end_within_seconds_of_a_killed_kernel():
         status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
         assert status == "ok", outputs
         ours = _rank_processes() - before
-        assert len(ours) >= 3  # the scheduler and two workers (and their watchers)
+        assert len(ours) >= 6  # the scheduler and two workers, each a supervisor and its process
         os.kill(kernel.manager.provisioner.process.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while not _gone(ours) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _gone(ours), f"still running 5 s after the kernel was killed: {ours}"
+        assert _wait_gone(ours, 5), f"still running 5 s after the kernel was killed: {ours}"
     finally:
         kernel.close()
 
 
-def test_a_rank_left_in_a_collective_is_found_with_its_stack():
+def test_ranks_end_within_seconds_of_a_kernel_shutdown():
+    before = _rank_processes()
     kernel = Kernel()
     try:
-        status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2\n", timeout=300)
+        status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
         assert status == "ok", outputs
-        status, outputs = kernel.run(
-            "%%msrun\nimport numpy as np, mindspore as ms\nfrom mindspore import ops\n"
-            "from mindspore.communication import init, get_rank\ninit()",
-            timeout=300,
-        )
-        assert status == "ok", outputs
-        # Rank 1 enters an AllReduce that rank 0 never joins.
-        status, outputs = kernel.run(
-            "%%msrun --hang-after 3\nif get_rank() == 1:\n    print(ops.AllReduce()(ms.Tensor(np.ones(2, np.float32))))",
-            timeout=120,
-        )
-        text = text_of(outputs, "stream", "stderr")
-        assert (
-            "[rank 1] still busy 3 s after the others finished, at a collective (AllReduce) at cell line 3" in text
-        ), (
-            status,
-            outputs,
-        )
-        assert "[rank 0]" not in text
-        kernel.run("%msrun stop", timeout=120)
+        ours = _rank_processes() - before
+        assert len(ours) >= 6
+        kernel.client.shutdown()
+        assert _wait_gone(ours, 5), f"still running 5 s after the kernel shut down: {ours}"
     finally:
         kernel.close()

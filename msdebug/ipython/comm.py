@@ -31,7 +31,7 @@ from ..errors import MsDebugError
 # __init__, which imports the key catalog (tens of ms), and a terminal IPython needs none of it.
 TARGET = "msdebug"  # the same as views.status.TARGET (tests/test_status.py checks it)
 
-__all__ = ["MIN_INTERVAL_S", "StatusComm", "register", "unregister"]
+__all__ = ["MIN_INTERVAL_S", "StatusComm", "front_end_connected", "register", "unregister"]
 
 #: While a cell runs, at most one message per this many seconds (a loop of scoped settings
 #: must not flood the front end); the first change a cell makes is sent at once, and the end
@@ -275,6 +275,13 @@ def register(shell, prefs) -> StatusComm | None:
     status.register()
     _active[id(shell)] = status
     return status
+
+
+def front_end_connected(shell) -> bool:
+    """Whether a JupyterLab with msdebug's extension follows ``shell``'s kernel now (it renders
+    widgets; nbval and terminals open no comm)."""
+    status = _active.get(id(shell))
+    return status is not None and bool(status.comms)
 
 
 def unregister(shell) -> None:

@@ -2,9 +2,13 @@
 
 :class:`Pool` runs ``msrun --join=False`` with :mod:`msdebug.ranks.worker` as the task script,
 waits for each worker's connection file (an event: the file appears complete), and holds one
-``jupyter_client`` client per rank. :meth:`Pool.execute` sends a cell to the ranks and hands
-each output to a callback as it arrives, rank by rank, in order; the result says how each rank
-ended. No IPython here: the magic (:mod:`msdebug.ipython.magics.msrun`) drives it.
+``jupyter_client`` client per rank. :meth:`Pool.execute` sends a cell to the ranks, hands each
+output to a callback as it arrives, rank by rank, in order, and returns a :class:`CellRun`: how
+each rank ended, and which failed first. No IPython here: the magic
+(:mod:`msdebug.ipython.magics.msrun`) drives it.
+
+It waits on events only: one poll over every rank's iopub socket and a pidfd per rank (a
+rank that dies wakes it at once), with the hang watch's deadline as the only timeout.
 """
 
 from __future__ import annotations
@@ -26,23 +30,72 @@ from pathlib import Path
 import zmq
 
 from ..errors import MsDebugError
+from ..interrupts import interruptible, protected
+from . import stacks as stack_reading
+from .worker import _start_time, role_name
 
-__all__ = ["Pool", "RankResult"]
+__all__ = ["CellRun", "Pool", "RankResult", "RanksBusyError"]
 
-OutputFn = Callable[[int, str, str], None]  # rank, "stdout" | "stderr" | "result", text
+#: ``output(rank, kind, content)``: kind "stdout" or "stderr" with text, or "display" with a
+#: MIME bundle (a result or a display of that rank).
+OutputFn = Callable[[int, str, object], None]
+
+_LOG_LINES = 12  # of a dead rank's worker_<rank>.log
+_LOG_TAIL_BYTES = 64 << 10
+_REPLY_S = 10.0  # for a rank's execute reply once its cell is idle (it is sent just before)
+
+
+class RanksBusyError(MsDebugError):
+    """A cell was sent to ranks that still run an earlier one."""
 
 
 @dataclass
 class RankResult:
-    """How one rank ended a cell."""
+    """How one rank ended a cell.
+
+    ``state``: "finished", "raised", "running" (still busy after the others, not in a
+    collective), "collective" (still busy, waiting in one), "dead" or "interrupted".
+    """
 
     rank: int
-    status: str = "running"  # "ok", "error", "aborted", "running", "dead"
+    state: str = "running"
     ename: str = ""
     evalue: str = ""
     traceback: list[str] = field(default_factory=list)
-    finished_at: float = 0.0
-    stacks: str = ""  # Python stacks of a rank still busy when the others were done ("hung")
+    failed_at: str = ""  # the rank's own clock (ISO 8601) when it raised: the order of failures
+    line: int = 0  # the cell line a busy rank is at, or where the error was raised
+    code: str = ""  # that line's code
+    collective: str = ""  # the collective a busy rank waits in
+    stacks: str = ""  # its Python stacks (faulthandler), for a busy rank
+    exit: str = ""  # how a dead rank ended ("killed by SIGSEGV", "exit status 3")
+    log: str = ""  # the last lines of a dead rank's worker log
+
+
+@dataclass
+class CellRun:
+    """One ``%%msrun`` cell on the ranks: each rank's result, in rank order."""
+
+    results: list[RankResult]
+    hang_after: float
+    interrupted: bool = False
+
+    @property
+    def failures(self) -> list[RankResult]:
+        """The ranks that raised, the first to raise first (then by rank)."""
+        raised = [r for r in self.results if r.state == "raised"]
+        return sorted(raised, key=lambda r: (r.failed_at or "~", r.rank))
+
+    @property
+    def busy(self) -> list[RankResult]:
+        return [r for r in self.results if r.state in ("running", "collective")]
+
+    @property
+    def dead(self) -> list[RankResult]:
+        return [r for r in self.results if r.state == "dead"]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.state == "finished" for r in self.results)
 
 
 def _free_port() -> int:
@@ -51,7 +104,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _msrun() -> str:
+def msrun_path() -> str:
     """The msrun of this environment (beside its python), else the one on PATH."""
     here = Path(sys.executable).with_name("msrun")
     if here.exists():
@@ -64,12 +117,6 @@ def _msrun() -> str:
     return found
 
 
-def _start_time(pid: int) -> str:
-    from .worker import _start_time as read
-
-    return read(pid)
-
-
 class Pool:
     """``workers`` ranks on this host; ``master_port``, ``log_dir`` and ``msrun_args`` go to msrun."""
 
@@ -78,72 +125,113 @@ class Pool:
         workers: int,
         master_port: int | None = None,
         log_dir: str | os.PathLike | None = None,
-        msrun_args: Sequence[str] = (),
+        *,
+        total: int | None = None,
+        node_rank: int | None = None,
+        master_addr: str | None = None,
+        cluster_time_out: int | None = None,
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
-            raise MsDebugError(f"the number of ranks is a whole number from 1 to 64, got {workers!r}.")
+        for name, value in (("the number of ranks", workers), ("the number of ranks on all hosts", total or workers)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+                raise MsDebugError(f"{name} is a whole number from 1 to 4096, got {value!r}.")
+        total = total or workers
+        if total < workers:
+            raise MsDebugError(f"the ranks on all hosts ({total}) are fewer than the ranks on this one ({workers}).")
+        if total > workers and node_rank is None:
+            raise MsDebugError(
+                f"{total} ranks on several hosts need this host's --node-rank (0 to {total // workers - 1})."
+            )
         self.workers = workers
+        self.total = total
+        self.node_rank = node_rank if total > workers else None
+        self.first = (self.node_rank or 0) * workers  # msrun numbers a host's ranks from node_rank * local
+        self.master_addr = master_addr
+        self.cluster_time_out = cluster_time_out
         self.master_port = master_port or _free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="msdebug-ranks-"))
         self.log_dir = Path(log_dir) if log_dir is not None else self.dir / "logs"
-        self.msrun_args = list(msrun_args)
         self.process: subprocess.Popen | None = None
         self.clients: dict[int, object] = {}
         self.pids: dict[int, int] = {}
+        self.busy: dict[int, str] = {}  # rank -> the msg_id of a cell it still runs
+        self._pidfds: dict[int, int] = {}
+        self._offset = 0
 
-    # -- life cycle
-    def start(self, timeout: float = 180.0) -> None:
-        """Start msrun and connect to every rank; raises with msrun's own words when it fails."""
+    @property
+    def ranks(self) -> list[int]:
+        """This host's ranks."""
+        return list(range(self.first, self.first + self.workers))
+
+    def msrun_command(self) -> list[str]:
+        """The msrun command line that starts the job."""
         from . import worker
 
-        env = dict(os.environ)
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # msrun starts `python`
-        env["MSDEBUG_PARENT"] = f"{os.getpid()}:{_start_time(os.getpid())}"
-        env.setdefault("GLOG_v", "3")  # MindSpore's cluster building logs ~30 warnings per rank otherwise
-        env.pop("PYTEST_CURRENT_TEST", None)
-        for name in [name for name in env if name.startswith("JPY_")]:
-            # This kernel's own: a worker kernel that inherits JPY_PARENT_PID ends as soon as msrun
-            # (its parent, which returns at once with --join=False) is gone.
-            del env[name]
         command = [
-            _msrun(),
-            f"--worker_num={self.workers}",
+            msrun_path(),
+            f"--worker_num={self.total}",
             f"--local_worker_num={self.workers}",
             f"--master_port={self.master_port}",
             f"--log_dir={self.log_dir}",
             "--join=False",
-            *self.msrun_args,
-            worker.__file__,
-            str(self.dir),
         ]
+        if self.node_rank is not None:
+            command.append(f"--node_rank={self.node_rank}")
+        if self.master_addr:
+            command.append(f"--master_addr={self.master_addr}")
+        if self.cluster_time_out is not None:
+            command.append(f"--cluster_time_out={self.cluster_time_out}")
+        return [*command, worker.__file__, str(self.dir)]
+
+    # -- life cycle
+    def start(self, timeout: float = 180.0) -> None:
+        """Start msrun and connect to every rank; raises with msrun's own words when it fails."""
+        env = dict(os.environ)
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # msrun starts `python`
+        env["MSDEBUG_PARENT"] = f"{os.getpid()}:{_start_time(os.getpid())}"
+        env.pop("PYTEST_CURRENT_TEST", None)  # ipykernel would not capture the ranks' C-level output
+        for name in [name for name in env if name.startswith("JPY_")]:
+            # This kernel's own: a worker kernel that inherits JPY_PARENT_PID ends as soon as msrun
+            # (its parent, which returns at once with --join=False) is gone.
+            del env[name]
         log = open(self.dir / "msrun.log", "xb")  # noqa: SIM115 - msrun writes into it while it runs
         with log:
             self.process = subprocess.Popen(
-                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                self.msrun_command(), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
-        for rank in range(self.workers):
-            self.clients[rank] = self._connect(rank, deadline)
+        try:
+            for rank in self.ranks:
+                self.clients[rank] = self._connect(rank, deadline)
+        except BaseException:
+            self.stop()
+            raise
 
     def _connect(self, rank: int, deadline: float):
         from jupyter_client import BlockingKernelClient
 
         connection = self.dir / f"rank{rank}.json"
-        while True:
+        while True:  # the file appears once the rank's kernel listens
             info = self._read_connection(connection)
             if info is not None:
                 break
             if self.process is not None and self.process.poll() not in (None, 0):
                 raise MsDebugError(f"msrun failed (exit status {self.process.returncode}): {self._msrun_log()}")
+            ended = self.exit_of(role_name(rank))
+            if ended:
+                raise MsDebugError(f"rank {rank} ended while starting ({ended}); its log ends:\n{self.log_tail(rank)}")
             if time.monotonic() > deadline:
-                raise MsDebugError(f"rank {rank} did not start in time; its log: {self.worker_log(rank)[-400:]}")
+                raise MsDebugError(f"rank {rank} did not start in time; its log ends:\n{self.log_tail(rank)}")
             time.sleep(0.05)
         client = BlockingKernelClient()
         client.load_connection_info(info)
         client.start_channels()
         client.wait_for_ready(timeout=max(deadline - time.monotonic(), 1))
         self.pids[rank] = int((self.dir / f"rank{rank}.pid").read_text(encoding="ascii"))
+        try:
+            self._pidfds[rank] = os.pidfd_open(self.pids[rank])
+        except OSError:  # it died right after its first answer: the poll finds it dead
+            pass
         return client
 
     @staticmethod
@@ -159,16 +247,34 @@ class Pool:
         except OSError:
             return ""
 
-    def worker_log(self, rank: int) -> str:
-        """The last of ``worker_<rank>.log`` (msrun's log of that rank)."""
+    def log_tail(self, rank: int, lines: int = _LOG_LINES) -> str:
+        """The last ``lines`` lines of ``worker_<rank>.log`` (msrun's log of that rank), or, after
+        a crash, faulthandler's report of it (up to twice as many lines)."""
+        from ..files import open_regular
+
         try:
-            return (self.log_dir / f"worker_{rank}.log").read_text(encoding="utf-8", errors="replace")[-4000:]
-        except OSError:
+            with open_regular(self.log_dir / f"worker_{rank}.log") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - _LOG_TAIL_BYTES))
+                text = handle.read(_LOG_TAIL_BYTES).decode("utf-8", "replace")
+        except (OSError, MsDebugError):
+            return ""
+        logged = text.rstrip("\n").splitlines()
+        crash = max((i for i, line in enumerate(logged) if line.startswith("Fatal Python error:")), default=None)
+        if crash is not None:  # faulthandler's report: the error, then the innermost frames first
+            kept = [line for line in logged[crash:] if not line.startswith("Extension modules:")]
+            return "\n".join(kept[: 2 * lines])
+        return "\n".join(logged[-lines:])
+
+    def exit_of(self, stem: str) -> str:
+        """How the process ``stem`` (``rank<R>``, ``scheduler``) ended, or '' while it runs."""
+        try:
+            return json.loads((self.dir / f"{stem}.exit").read_text(encoding="utf-8"))["text"]
+        except (OSError, ValueError, KeyError, TypeError):
             return ""
 
     def alive(self, rank: int) -> bool:
         pid = self.pids.get(rank)
-        if pid is None:
+        if pid is None or self.exit_of(role_name(rank)):
             return False
         try:
             os.kill(pid, 0)
@@ -183,70 +289,202 @@ class Pool:
         ranks: Sequence[int] | None = None,
         output: OutputFn | None = None,
         hang_after: float = 30.0,
-    ) -> list[RankResult]:
-        """Run ``code`` on ``ranks`` (all by default) at once; ``output(rank, name, text)`` gets each
-        stream and result as it comes. Returns when every rank is idle again or dead, or when some
-        ranks are done and the others are still busy ``hang_after`` seconds later: those are
-        "hung", with their Python stacks (they go on running)."""
+        count: int | None = None,
+    ) -> CellRun:
+        """Run ``code`` on ``ranks`` (all by default) at once; ``output(rank, kind, content)`` gets
+        each stream and display as it comes.
+
+        ``code`` is the cell below its ``%%msrun`` line: line numbers in tracebacks and stacks are
+        the notebook cell's, and with ``count`` (the notebook's execution count) the cell is
+        named as the notebook names it. Returns when every rank is idle again or dead, or when
+        some ranks are done and the others are still busy ``hang_after`` seconds later: those
+        are reported with where they are (they go on running, and stay busy for later cells).
+        A first Ctrl-C interrupts every rank and waits for them; a second one stops waiting.
+
+        Raises
+        ------
+        RanksBusyError
+            When a chosen rank still runs an earlier cell.
+        """
         chosen = list(self.clients) if ranks is None else list(ranks)
-        requests = {rank: self.clients[rank].execute(code) for rank in chosen}
-        results = {rank: RankResult(rank) for rank in chosen}
-        waiting = set(chosen)
-        poller = zmq.Poller()
-        sockets = {}
+        show = output or (lambda rank, kind, content: None)
+        self._settle(show)
+        still = [rank for rank in chosen if rank in self.busy]
+        if still:
+            listed = ", ".join(map(str, still))
+            raise RanksBusyError(
+                f"rank {listed} still runs an earlier cell; `%msrun interrupt --ranks {listed}` "
+                "stops it (or `%msrun restart` for a rank stuck in a collective)."
+            )
+        # Line 1 of the notebook cell is its %%msrun line: a comment in its place keeps the line
+        # numbers of tracebacks and stacks the notebook's (IPython drops leading empty lines). A
+        # cell magic inside (%%msprint) must stay first: then the ranks count from line 2.
+        nested = code.lstrip().startswith("%%")
+        sent, offset = (code, 1) if nested else ("# %%msrun\n" + code, 0)
+        requests = {}
         for rank in chosen:
+            if not self.alive(rank):
+                continue
+            if count is not None:  # silent: it does not count itself
+                self.clients[rank].execute(f"get_ipython().execution_count = {int(count)}", silent=True)
+            requests[rank] = self.clients[rank].execute(sent)
+        self.busy.update(requests)
+        results = {rank: RankResult(rank) for rank in chosen}
+        for rank in chosen:
+            if rank not in requests:
+                self._mark_dead(results[rank])
+        run = CellRun([results[rank] for rank in chosen], hang_after)
+        self._offset = offset
+        self._wait(requests, results, show, hang_after, run, sent)
+        return run
+
+    def _wait(self, requests, results, show, hang_after, run, sent) -> None:
+        """Take every rank's messages as they come until each is idle or dead, with the hang
+        watch: ``hang_after`` seconds after the cell started, and again after each look, the
+        busy ranks are placed (their stacks); once one rank is done, or waits in a collective
+        while another is busy elsewhere (computing, or in another collective), the busy ones are
+        reported and the wait ends."""
+        waiting = set(requests)
+        poller, sockets, pidfds = self._poller(waiting)
+        watch = [time.monotonic() + hang_after]  # when to look at the busy ranks next
+        interrupts = 0
+        while waiting:
+            # A Ctrl-C may land anywhere in here: each message is taken whole (protected), and
+            # the interrupt is then raised between two of them, where it is caught.
+            try:
+                if self._step(poller, sockets, pidfds, waiting, requests, results, show, hang_after, run, sent, watch):
+                    return
+            except KeyboardInterrupt:
+                interrupts += 1
+                run.interrupted = True
+                if interrupts > 1:  # the second Ctrl-C: stop waiting; the ranks stay busy
+                    raise
+                self.interrupt(sorted(waiting))
+        if run.interrupted:
+            raise KeyboardInterrupt
+
+    def _step(self, poller, sockets, pidfds, waiting, requests, results, show, hang_after, run, sent, watch) -> bool:
+        """One wait for messages, a death or the hang watch; True when the cell is reported hung."""
+        now = time.monotonic()
+        if now >= watch[0]:
+            if self._hung(waiting, results, sent, done=len(waiting) < len(requests)):
+                return True
+            watch[0] = time.monotonic() + hang_after
+            return False
+        for key in _poll(poller, (watch[0] - now) * 1000):
+            if key in pidfds:  # a rank died
+                rank = pidfds.pop(key)
+                poller.unregister(key)
+                self._mark_dead(results[rank])
+                waiting.discard(rank)
+                self.busy.pop(rank, None)
+            elif self._drain(sockets[key], requests[sockets[key]], results[sockets[key]], show, run.interrupted):
+                waiting.discard(sockets[key])
+            if len(waiting) < len(requests):  # a rank is done: the others get hang_after from now at most
+                watch[0] = min(watch[0], time.monotonic() + hang_after)
+        return False
+
+    def _hung(self, waiting: set[int], results: dict, sent: str, done: bool) -> bool:
+        """Place every busy rank; True (a hang) when some rank is done, or waits in a collective
+        while another is busy outside it. Ranks that all compute are left to go on."""
+        for rank in waiting:
+            self._place(results[rank], sent)
+        states = {results[rank].state for rank in waiting}
+        places = {(results[rank].line, results[rank].collective) for rank in waiting}
+        return (
+            done or ("collective" in states and "running" in states) or (states == {"collective"} and len(places) > 1)
+        )
+
+    def _poller(self, ranks) -> tuple[zmq.Poller, dict, dict]:
+        poller = zmq.Poller()
+        sockets, pidfds = {}, {}
+        for rank in ranks:
             socket_ = self.clients[rank].iopub_channel.socket
             poller.register(socket_, zmq.POLLIN)
             sockets[socket_] = rank
-        checked = time.monotonic()
-        interrupted = False
-        first_done = 0.0
-        while waiting:
-            if first_done and time.monotonic() - first_done > hang_after:
-                for rank in waiting:
-                    results[rank].status = "hung"
-                    results[rank].stacks = self.stacks(rank)
-                break
+            fd = self._pidfds.get(rank)
+            if fd is not None:
+                poller.register(fd, zmq.POLLIN)
+                pidfds[fd] = rank
+        return poller, sockets, pidfds
+
+    @protected
+    def _drain(self, rank: int, msg_id: str, result: RankResult, show: OutputFn, interrupted: bool) -> bool:
+        """Handle every message of ``rank`` that has come; True once its cell ``msg_id`` is idle."""
+        client = self.clients[rank]
+        while True:
             try:
-                ready = dict(poller.poll(200))  # ms: a message wakes it at once
-            except KeyboardInterrupt:
-                # Ctrl-C in the notebook: every rank gets one, and the cell ends once they are idle.
-                interrupted = True
-                self.interrupt()
+                msg = client.get_iopub_msg(timeout=0)
+            except queue.Empty:
+                return False
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue  # the silent execution-count request, or an earlier cell's last words
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                show(rank, content["name"], content["text"])
+            elif kind in ("execute_result", "display_data"):
+                show(rank, "display", content["data"])
+            elif kind == "error":
+                result.state = "interrupted" if interrupted and content["ename"] == "KeyboardInterrupt" else "raised"
+                result.ename, result.evalue = content["ename"], content["evalue"]
+                result.traceback = list(content["traceback"])
+                result.failed_at = str(msg["header"].get("date", ""))
+                result.line = stack_reading.error_line(result.traceback) + self._offset
+            elif kind == "status" and content["execution_state"] == "idle":
+                self._ended(rank, msg_id, result)
+                self.busy.pop(rank, None)
+                return True
+
+    def _ended(self, rank: int, msg_id: str, result: RankResult) -> None:
+        """The rank's cell is idle: its execute reply says how it ended (a UsageError in a
+        rank, such as a misspelt magic, is written to stderr and sends no error message)."""
+        if result.state not in ("running", "collective"):
+            return
+        result.state = "finished"
+        try:
+            reply = self.clients[rank].get_shell_msg(timeout=_REPLY_S)
+            while reply["parent_header"].get("msg_id") != msg_id:
+                reply = self.clients[rank].get_shell_msg(timeout=_REPLY_S)
+        except queue.Empty:
+            return
+        content = reply["content"]
+        if content.get("status") == "error":
+            result.state = "raised"
+            result.ename, result.evalue = content.get("ename", "Error"), content.get("evalue", "")
+            result.traceback = list(content.get("traceback") or [f"{result.ename}: {result.evalue}"])
+            result.failed_at = str(reply["header"].get("date", ""))
+        elif content.get("status") == "aborted":
+            result.state = "raised"
+            result.ename, result.evalue = "Aborted", "the rank did not run the cell"
+
+    def _settle(self, show: OutputFn) -> None:
+        """Take in what busy ranks said since their cell was reported: their output goes on
+        (nothing is lost), and a rank whose earlier cell has ended is free again."""
+        for rank, msg_id in list(self.busy.items()):
+            if not self.alive(rank):
+                self.busy.pop(rank, None)
                 continue
-            if time.monotonic() - checked > 0.2:
-                checked = time.monotonic()
-                for rank in list(waiting):
-                    if not self.alive(rank):
-                        results[rank].status = "dead"
-                        waiting.discard(rank)
-            for socket_ in ready:
-                rank = sockets[socket_]
-                try:
-                    msg = self.clients[rank].get_iopub_msg(timeout=0)
-                except queue.Empty:
-                    continue
-                if msg["parent_header"].get("msg_id") != requests[rank] or rank not in waiting:
-                    continue
-                kind, content = msg["msg_type"], msg["content"]
-                if kind == "stream" and output is not None:
-                    output(rank, content["name"], content["text"])
-                elif kind in ("execute_result", "display_data") and output is not None:
-                    output(rank, "result", content["data"].get("text/plain", ""))
-                elif kind == "error":
-                    results[rank].status = "error"
-                    results[rank].ename, results[rank].evalue = content["ename"], content["evalue"]
-                    results[rank].traceback = list(content["traceback"])
-                    results[rank].finished_at = time.monotonic()
-                elif kind == "status" and content["execution_state"] == "idle":
-                    if results[rank].status == "running":
-                        results[rank].status = "ok"
-                        results[rank].finished_at = time.monotonic()
-                    waiting.discard(rank)
-                    first_done = first_done or time.monotonic()
-        if interrupted:
-            raise KeyboardInterrupt
-        return [results[rank] for rank in chosen]
+            self._drain(rank, msg_id, RankResult(rank), show, False)
+
+    @protected
+    def _mark_dead(self, result: RankResult) -> None:
+        stem = role_name(result.rank)
+        ended = self.exit_of(stem)
+        deadline = time.monotonic() + 5
+        while not ended and time.monotonic() < deadline:  # its supervisor writes it as the rank ends
+            time.sleep(0.02)
+            ended = self.exit_of(stem)
+        result.state = "dead"
+        result.exit = ended or "ended"
+        result.log = self.log_tail(result.rank)
+
+    def _place(self, result: RankResult, sent: str) -> None:
+        """Where a rank still busy after the others is: its stacks, its cell line, and the
+        collective it waits in, if any."""
+        result.stacks = self.stacks(result.rank)
+        place = stack_reading.place(result.stacks, sent, self._offset)
+        result.line, result.code, result.collective = place.line, place.code, place.collective
+        result.state = "collective" if place.collective else "running"
 
     def stacks(self, rank: int, timeout: float = 10.0) -> str:
         """The Python stacks of every thread of ``rank`` now (faulthandler, on SIGUSR1)."""
@@ -268,32 +506,63 @@ class Pool:
             handle.seek(before)
             return handle.read(1 << 20)
 
-    def interrupt(self) -> None:
-        """Ctrl-C on every rank (each worker is in a session of its own)."""
-        for rank, pid in self.pids.items():
+    def interrupt(self, ranks: Sequence[int] | None = None) -> list[int]:
+        """Ctrl-C on ``ranks`` (all by default; each worker is in a session of its own); returns
+        the ranks it reached."""
+        reached = []
+        for rank in self.pids if ranks is None else ranks:
             if self.alive(rank):
-                os.kill(pid, signal.SIGINT)
+                os.kill(self.pids[rank], signal.SIGINT)
+                reached.append(rank)
+        return reached
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Shut every rank down, then msrun's scheduler; whatever is left after ``timeout`` is killed."""
+        """Shut every rank down (what is left after ``timeout`` is killed), then kill msrun's
+        scheduler."""
         for client in self.clients.values():
             try:
                 client.shutdown()
                 client.stop_channels()
             except Exception:  # noqa: BLE001, S110 - a rank that died cannot be asked
                 pass
-        (self.dir / "stop").touch()
+        supervisors = {stem: pid for stem, pid in self._supervisors().items() if stem != "scheduler"}
         deadline = time.monotonic() + timeout
-        while any(self.alive(rank) for rank in self.pids) and time.monotonic() < deadline:
+        while time.monotonic() < deadline and any(not self.exit_of(stem) for stem in supervisors):
             time.sleep(0.05)
-        for rank, pid in self.pids.items():
-            if self.alive(rank):
-                os.kill(pid, signal.SIGKILL)
+        for stem, pid in supervisors.items():
+            if not self.exit_of(stem):
+                _signal(pid, signal.SIGKILL, group=True)  # msrun gave each rank a session of its own
         if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)  # the scheduler, and msrun if it still runs
-            except (ProcessLookupError, PermissionError):
-                pass
+            _signal(self.process.pid, signal.SIGKILL, group=True)  # the scheduler, in msrun's group
             self.process.wait(timeout=timeout)
+        for fd in self._pidfds.values():
+            os.close(fd)
+        self._pidfds.clear()
         self.clients.clear()
+        self.busy.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _supervisors(self) -> dict[str, int]:
+        found = {}
+        for path in self.dir.glob("*.supervisor"):
+            try:
+                found[path.stem] = int(path.read_text(encoding="ascii"))
+            except (OSError, ValueError):
+                continue
+        return found
+
+
+@interruptible
+def _poll(poller: zmq.Poller, timeout_ms: float) -> list:
+    """The sockets and pidfds ready within ``timeout_ms``; Ctrl-C ends the wait."""
+    return [key for key, _ in poller.poll(timeout_ms)]
+
+
+def _signal(pid: int, number: int, group: bool = False) -> None:
+    try:
+        if group:
+            os.killpg(pid, number)
+        else:
+            os.kill(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass

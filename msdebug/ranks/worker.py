@@ -1,29 +1,34 @@
 """What msrun starts for ``%msrun``: the task script of every process of the job.
 
 msrun runs the task script once as the scheduler (``MS_ROLE=MS_SCHED``) and once per worker
-(``MS_ROLE=MS_WORKER``, ``RANK_ID``). Here:
+(``MS_ROLE=MS_WORKER``, ``RANK_ID``). Each of them is two processes here:
 
-* a worker becomes an IPython kernel, with msdebug loaded, whose connection file it writes as
-  ``<pool>/rank<R>.json`` (its pid beside it, in ``rank<R>.pid``): the notebook's kernel
+* a small supervisor, the process msrun started. It forks the real one, waits for it and
+  writes how it ended to ``<pool>/<role>.exit`` (msrun returned at once with ``--join=False``,
+  so nobody else could learn a crashed rank's exit status). It also ends the job when the
+  notebook's kernel is gone (its pid and start time are in ``MSDEBUG_PARENT``): msrun's
+  processes are not the kernel's children, so nothing else would end them after a kernel is
+  killed. It waits on both processes at once (pidfds), with no timer;
+* the real one. A worker becomes an IPython kernel with msdebug loaded, whose connection file
+  it writes as ``<pool>/rank<R>.json`` (its pid in ``rank<R>.pid``): the notebook's kernel
   connects to it as JupyterLab connects to a kernel. The person's cells call
-  ``mindspore.communication.init()`` themselves, so context settings can come first;
-* the scheduler waits in ``init()`` for the workers, then until the pool stops.
+  ``mindspore.communication.init()`` themselves, so context settings can come first. The
+  scheduler serves the cluster from ``init()`` until the pool kills it.
 
-Both end when the notebook's kernel is gone (its pid and start time are in
-``MSDEBUG_PARENT``): msrun's processes are not the kernel's children, so nothing else would
-end them after a kernel is killed.
+Nothing here imports MindSpore before the fork: the supervisor stays small.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import sys
-import time
 
-__all__ = ["main", "parent_alive"]
+__all__ = ["main", "parent_alive", "role_name"]
 
-POLL_S = 0.5
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _start_time(pid: int) -> str:
@@ -45,34 +50,81 @@ def parent_alive(parent: str) -> bool:
     return pid.isdigit() and _start_time(int(pid)) == started
 
 
-def _watch_parent(parent: str) -> None:
-    """End this process when the notebook's kernel is gone.
+def role_name(rank: str | int | None) -> str:
+    """The file stem of one process of the job: ``rank<R>``, or ``scheduler`` for None."""
+    return "scheduler" if rank is None else f"rank{rank}"
 
-    The watcher is a forked process, not a thread: a rank stuck in MindSpore's C++ (a
-    collective that waits for a rank that never comes, ``init()`` waiting for the cluster)
-    holds the GIL, and a thread would never run. It ends with this process too.
-    """
-    me = os.getpid()
-    if os.fork() != 0:
-        return
+
+def _parent_fd(parent: str) -> int | None:
+    """A pidfd of the notebook kernel, or None when it is already gone (or never was named)."""
+    pid, _, _ = parent.partition(":")
+    if not parent_alive(parent):
+        return None
     try:
-        while parent_alive(parent):
-            if os.getppid() != me:  # this process ended: nothing left to watch
-                os._exit(0)
-            time.sleep(POLL_S)
-        os.kill(me, signal.SIGKILL)
-    finally:
-        os._exit(0)
+        fd = os.pidfd_open(int(pid))
+    except OSError:
+        return None
+    if not parent_alive(parent):  # the pid was reused between the check and the open
+        os.close(fd)
+        return None
+    return fd
 
 
-def _scheduler(pool: str) -> int:
+def _describe(status: int) -> dict:
+    """``os.waitpid``'s status as the pool reports it."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return {"signal": number, "text": f"killed by {name}"}
+    code = os.waitstatus_to_exitcode(status)
+    return {"exit": code, "text": f"exit status {code}"}
+
+
+def _supervise(pool: str, stem: str, child: int, parent: str) -> int:
+    """Wait for ``child`` or for the notebook kernel to go; write ``<stem>.exit``; return the
+    status msrun sees."""
+    for number in _FORWARDED:  # a signal to this process is meant for the real one
+        signal.signal(number, lambda signum, frame: os.kill(child, signum))
+    child_fd = os.pidfd_open(child)
+    parent_fd = _parent_fd(parent) if parent else None
+    poller = select.poll()
+    poller.register(child_fd, select.POLLIN)
+    if parent_fd is not None:
+        poller.register(parent_fd, select.POLLIN)
+    orphaned = bool(parent) and parent_fd is None
+    while not orphaned:
+        ready = {fd for fd, _ in poller.poll()}
+        if child_fd in ready:
+            break
+        orphaned = parent_fd in ready
+    if orphaned:
+        # The kernel is gone: end the real process and whatever it started (this process
+        # group: msrun gave each process a session of its own), then this one.
+        _write_exit(pool, stem, {"text": "ended: the notebook's kernel is gone"})
+        os.killpg(0, signal.SIGKILL)
+    _, status = os.waitpid(child, 0)
+    described = _describe(status)
+    _write_exit(pool, stem, described)
+    return described.get("exit", 128 + described.get("signal", 0))
+
+
+def _write_exit(pool: str, stem: str, what: dict) -> None:
+    path = os.path.join(pool, f"{stem}.exit")
+    temporary = f"{path}.{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(what, handle)
+    os.replace(temporary, path)  # the pool reads it whole or not at all
+
+
+def _scheduler() -> int:
     from mindspore.communication import init
 
-    init()
-    stop = os.path.join(pool, "stop")
-    while not os.path.exists(stop):
-        time.sleep(POLL_S)
-    return 0
+    init()  # it serves the cluster until the pool kills it (it has nothing to save)
+    while True:
+        signal.pause()
 
 
 def _worker(pool: str, rank: str) -> int:
@@ -81,26 +133,51 @@ def _worker(pool: str, rank: str) -> int:
     from ipykernel.kernelapp import IPKernelApp
 
     # Where this rank's Python stacks go on SIGUSR1, for a hang: a signal handler in C, so it
-    # runs also while MindSpore's C++ waits in a collective with the GIL held.
+    # runs also while MindSpore's C++ waits in a collective with the GIL held. A crash writes
+    # its stack to stderr, which msrun keeps in worker_<rank>.log.
     stacks = open(os.path.join(pool, f"rank{rank}.stacks"), "x", encoding="utf-8")  # noqa: SIM115 - for the process's life
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
+    # ipykernel sends fd 2 to the notebook: a crash would be written there and lost with the
+    # process. A copy of fd 2 as it is now (msrun's worker log) keeps it.
+    log = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
+    faulthandler.enable(file=log, all_threads=True)
 
     with open(os.path.join(pool, f"rank{rank}.pid"), "x", encoding="ascii") as handle:
         handle.write(str(os.getpid()))
     app = IPKernelApp.instance()
-    app.initialize(["-f", os.path.join(pool, f"rank{rank}.json"), "--IPKernelApp.exec_lines=['%load_ext msdebug']"])
+    app.initialize(
+        [
+            "-f",
+            os.path.join(pool, f"rank{rank}.json"),
+            # msdebug's log level before MindSpore's first import: cluster building logs ~30
+            # warnings per rank otherwise.
+            "--MsDebug.log_level=ERROR",
+            # Its parent is the supervisor: the kernel ends if the supervisor does (and ipykernel
+            # does not tell the log that Ctrl-C will not work, as it does for `ipython kernel`).
+            f"--IPKernelApp.parent_handle={os.getppid()}",
+            "--IPKernelApp.exec_lines=['%load_ext msdebug']",
+        ]
+    )
     app.start()
     return 0
 
 
 def main(argv: list[str]) -> int:
     pool = argv[1]
-    parent = os.environ.get("MSDEBUG_PARENT", "")
-    if parent:
-        _watch_parent(parent)
-    if os.environ.get("MS_ROLE") == "MS_SCHED":
-        return _scheduler(pool)
-    return _worker(pool, os.environ.get("RANK_ID", "0"))
+    scheduler = os.environ.get("MS_ROLE") == "MS_SCHED"
+    rank = None if scheduler else os.environ.get("RANK_ID", "0")
+    stem = role_name(rank)
+    child = os.fork()
+    if child == 0:
+        code = _scheduler() if scheduler else _worker(pool, rank)
+        # The job is being taken down: MindSpore's exit handlers would wait for the cluster
+        # (the scheduler for its workers, a worker for the scheduler), for up to a minute.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    with open(os.path.join(pool, f"{stem}.supervisor"), "w", encoding="ascii") as handle:
+        handle.write(str(os.getpid()))
+    return _supervise(pool, stem, child, os.environ.get("MSDEBUG_PARENT", ""))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``%msrun`` / ``%%msrun``: a cell on N MindSpore ranks started through msrun (prototype)."""
+"""``%msrun`` / ``%%msrun``: a cell on N MindSpore ranks started through MindSpore's msrun."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from ...errors import MagicUsageError
+from ...errors import MagicUsageError, RankError
 from ._parse import Form, Option, Parsed, Spec, magic_spec
 
 __all__ = ["MSRUN", "MsrunMagics"]
@@ -16,47 +16,97 @@ __all__ = ["MSRUN", "MsrunMagics"]
 MSRUN = Spec(
     "msrun",
     line=Form(
-        words=("start", "status", "stop", "restart"),
+        words=("start", "status", "stop", "restart", "interrupt"),
         options=(
-            Option("-n", "N", "how many ranks (msrun's --worker_num and --local_worker_num)"),
+            Option("-n", "N", "how many ranks on this host (msrun's --local_worker_num)"),
+            Option("--worker-num", "N", "ranks on all hosts (msrun's --worker_num; default: -n)"),
             Option("--master-port", "P", "msrun's --master_port (default: a free port)"),
+            Option("--master-addr", "HOST", "msrun's --master_addr: the host of rank 0's scheduler"),
+            Option("--node-rank", "R", "msrun's --node_rank: this host's index among the hosts"),
             Option("--log-dir", "DIR", "msrun's --log_dir (worker_<rank>.log, scheduler.log)"),
+            Option("--cluster-time-out", "S", "msrun's --cluster_time_out"),
+            Option("--ranks", "0,2", "interrupt: only these ranks"),
         ),
     ),
     cell=Form(
         options=(
             Option("--ranks", "0,2", "only these ranks"),
-            Option("--hang-after", "S", "seconds a rank may stay busy after the others are done (default 30)"),
+            Option("--hang-after", "S", "seconds the others may stay busy once one rank is done (default 30)"),
         )
     ),
 )
 
 _pool = None  # the pool of this kernel
+_started_with: dict = {}  # what it was started with, for restart
 
 
-def _ranks(text: str | None, size: int) -> list[int] | None:
+def _number(prefix: str, name: str, text: str | None, what: str, low: int = 0) -> int | None:
     if text is None:
         return None
-    try:
-        ranks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise MagicUsageError(
-            f"%%msrun: --ranks is a comma-separated list of ranks, such as 0,2; got {text!r}."
-        ) from None
-    wrong = [rank for rank in ranks if not 0 <= rank < size]
-    if wrong or not ranks:
-        raise MagicUsageError(f"%%msrun: the pool has ranks 0 to {size - 1}; got {text!r}.")
+    if not text.isdigit() or int(text) < low:
+        raise MagicUsageError(f"{prefix}: {name} is {what}, got {text!r}.")
+    return int(text)
+
+
+def _ranks(prefix: str, text: str | None, known: list[int]) -> list[int] | None:
+    if text is None:
+        return None
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() for part in parts):
+        raise MagicUsageError(f"{prefix}: --ranks is a comma-separated list of ranks, such as 0,2; got {text!r}.")
+    ranks = sorted({int(part) for part in parts})
+    if any(rank not in known for rank in ranks):
+        raise MagicUsageError(f"{prefix}: the ranks here are {known[0]} to {known[-1]}; got {text!r}.")
     return ranks
 
 
-def _stop() -> None:
+def _stop(timeout: float = 10.0) -> None:
     global _pool
     if _pool is not None:
         pool, _pool = _pool, None
-        pool.stop()
+        pool.stop(timeout)
 
 
-atexit.register(_stop)  # a kernel that shuts down or restarts leaves no rank behind
+# A kernel that shuts down or restarts leaves no rank behind: each gets a second to end, then
+# it is killed (jupyter_client kills a kernel that takes more than 5 s to go).
+atexit.register(_stop, 1.0)
+
+
+def _start(args: Parsed) -> str:
+    global _pool
+    from ...ranks.pool import Pool
+
+    prefix = args.prefix
+    local = _number(prefix, "-n", args.get("-n", "2"), "a whole number of ranks from 1", low=1)
+    total = _number(prefix, "--worker-num", args.get("--worker-num"), "a whole number of ranks from 1", low=1)
+    node_rank = _number(prefix, "--node-rank", args.get("--node-rank"), "a whole number")
+    time_out = _number(prefix, "--cluster-time-out", args.get("--cluster-time-out"), "a whole number of seconds", 1)
+    port = _number(prefix, "--master-port", args.get("--master-port"), "a port number from 1 to 65535", low=1)
+    if _pool is not None:
+        raise MagicUsageError(f"%msrun: {_pool.workers} ranks run already; `%msrun stop` first, or `%msrun restart`.")
+    pool = Pool(
+        local, port, args.get("--log-dir"),
+        total=total, node_rank=node_rank, master_addr=args.get("--master-addr"), cluster_time_out=time_out,
+    )  # fmt: skip
+    pool.start()
+    _pool = pool
+    _started_with.update(args=args)
+    return _status()
+
+
+def _status() -> str:
+    if _pool is None:
+        return "msrun: no ranks (`%msrun start -n 2` starts them)"
+    parts = []
+    for rank in sorted(_pool.pids):
+        if not _pool.alive(rank):
+            parts.append(f"rank {rank} dead ({_pool.exit_of(f'rank{rank}') or 'ended'})")
+        elif rank in _pool.busy:
+            parts.append(f"rank {rank} busy")
+        else:
+            parts.append(f"rank {rank} idle")
+    hosts = f" (of {_pool.total} on all hosts)" if _pool.total > _pool.workers else ""
+    return f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}: " + ", ".join(parts)
 
 
 @magics_class
@@ -73,88 +123,51 @@ class MsrunMagics(Magics):
 
         Usage::
 
-            %msrun start -n N [--master-port P] [--log-dir DIR]
-            %msrun status | stop | restart
-            %%msrun [--ranks 0,2]      the cell on every rank (or these), output prefixed by rank
+            %msrun start -n N [--master-port P] [--log-dir DIR] [--worker-num W --node-rank R --master-addr HOST]
+            %msrun status | stop | restart | interrupt [--ranks 0,2]
+            %%msrun [--ranks 0,2] [--hang-after S]   the cell on every rank (or these)
         """
-        global _pool
-        from ...ranks.pool import Pool
-
         if args.cell is not None:
-            if _pool is None:
-                raise MagicUsageError("%%msrun: no ranks yet; start them with %msrun start -n 2.")
-            hang = args.get("--hang-after", "30")
-            try:
-                hang_after = float(hang)
-            except ValueError:
-                raise MagicUsageError(f"%%msrun: --hang-after is a number of seconds, got {hang!r}.") from None
-            results = _pool.execute(args.cell, _ranks(args.get("--ranks"), _pool.workers), _show, hang_after)
-            for result in results:
-                if result.status == "error":
-                    print(f"[rank {result.rank}] error: {result.ename}: {result.evalue}", file=sys.stderr)
-                elif result.status == "hung":
-                    where = _innermost(result.stacks)
-                    print(f"[rank {result.rank}] still busy {hang_after:g} s after the others finished, at {where}; "
-                          "%msrun restart ends it", file=sys.stderr)  # fmt: skip
-                elif result.status == "dead":
-                    print(f"[rank {result.rank}] died; its log ends: {_pool.worker_log(result.rank)[-300:]}",
-                          file=sys.stderr)  # fmt: skip
-            return None
+            return self._cell(args)
         if args.word == "start":
-            if _pool is not None:
-                raise MagicUsageError(f"%msrun: {_pool.workers} ranks run already; %msrun stop first, or restart.")
-            text = args.get("-n", "2")
-            if not text.isdigit():
-                raise MagicUsageError(f"%msrun: -n is a whole number of ranks, got {text!r}.")
-            port = args.get("--master-port")
-            pool = Pool(int(text), int(port) if port else None, args.get("--log-dir"))
-            pool.start()
-            _pool = pool
-            return f"msrun: {pool.workers} ranks, pids {pool.pids}"
+            return _start(args)
         if args.word == "stop":
             _stop()
             return "msrun: stopped"
         if args.word == "restart":
-            size = _pool.workers if _pool is not None else 2
+            before = _started_with.get("args")
             _stop()
-            pool = Pool(size)
-            pool.start()
-            _pool = pool
-            return f"msrun: {pool.workers} ranks, pids {pool.pids}"
+            if before is None:
+                raise MagicUsageError("%msrun: nothing to restart; `%msrun start -n 2` starts ranks.")
+            return _start(before)
+        if args.word == "interrupt":
+            if _pool is None:
+                raise MagicUsageError("%msrun: no ranks to interrupt.")
+            reached = _pool.interrupt(_ranks(args.prefix, args.get("--ranks"), _pool.ranks))
+            return f"msrun: Ctrl-C sent to rank {', '.join(map(str, reached))}" if reached else "msrun: no rank alive"
+        return _status()
+
+    def _cell(self, args: Parsed) -> None:
+        from ...views.ranks import summary, text_report
+        from ..ranks import RankOutput
+
         if _pool is None:
-            return "msrun: no ranks"
-        alive = {rank: _pool.alive(rank) for rank in _pool.pids}
-        return f"msrun: {_pool.workers} ranks; alive {alive}"
-
-
-def _show(rank: int, name: str, text: str) -> None:
-    stream = sys.stderr if name == "stderr" else sys.stdout
-    for line in text.splitlines(keepends=True):
-        stream.write(f"[rank {rank}] {line}")
-    stream.flush()
-
-
-_COLLECTIVES = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Barrier", "AllToAll", "Send", "Receive",
-                "all_reduce", "all_gather", "broadcast", "barrier", "reduce_scatter")  # fmt: skip
-
-
-def _innermost(stacks: str, offset: int = 1) -> str:
-    """Where a busy rank is, from its faulthandler dump: the innermost line of the cell it runs
-    (with its code; numbered as in the notebook, below the ``%%msrun`` line), and whether that
-    line calls a collective."""
-    import linecache
-    import re
-
-    block = stacks.split("Current thread", 1)[-1]
-    frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', block)
-    for path, line, _ in frames:  # innermost first
-        if "ipykernel_" in path or path.startswith("<ipython-input"):
-            code = linecache.getline(path, int(line)).strip()
-            found = next((name for name in _COLLECTIVES if name in code), "")
-            number = int(line) + offset
-            where = f"cell line {number}: `{code}`" if code else f"cell line {number}"
-            return f"a collective ({found}) at {where}" if found else where
-    if frames:
-        path, line, function = frames[0]
-        return f"{function} ({path}:{line})"
-    return "an unknown place"
+            raise MagicUsageError("%%msrun: no ranks yet; start them with `%msrun start -n 2`.")
+        hang = args.get("--hang-after", "30")
+        try:
+            hang_after = float(hang)
+        except ValueError:
+            hang_after = -1.0
+        if not 0 < hang_after < 1e6:
+            raise MagicUsageError(f"%%msrun: --hang-after is a number of seconds above 0, got {hang!r}.")
+        ranks = _ranks(args.prefix, args.get("--ranks"), _pool.ranks)
+        output = RankOutput(self.shell, ranks if ranks is not None else _pool.ranks)
+        try:
+            run = _pool.execute(args.cell, ranks, output, hang_after, count=self.shell.execution_count)
+        finally:
+            output.close()
+        output.close({r.rank: r.state for r in run.results})
+        report = text_report(run)
+        if report:
+            print(report, file=sys.stderr)
+            raise RankError(summary(run) + ".")

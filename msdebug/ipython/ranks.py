@@ -1,0 +1,76 @@
+"""Where the ranks' output goes in the notebook: a tab per rank in JupyterLab, rank-prefixed
+text in a terminal and under nbval.
+
+A kernel followed by msdebug's JupyterLab extension (its comm is open) renders widgets: each
+rank's streams and displays go to that rank's ``Output`` widget as they arrive. Elsewhere
+every line is written to this cell's stdout or stderr with ``[rank N]`` in front, whole lines
+only, so two ranks' halves of a line never mix.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["RankOutput"]
+
+
+class RankOutput:
+    """``output(rank, kind, content)`` for :meth:`msdebug.ranks.pool.Pool.execute`."""
+
+    def __init__(self, shell, ranks: list[int]) -> None:
+        from . import comm
+
+        self.ranks = ranks
+        self.tabs = None
+        self._outputs: dict[int, object] = {}
+        self._partial: dict[tuple[int, str], str] = {}
+        if comm.front_end_connected(shell):
+            self._make_tabs()
+
+    def _make_tabs(self) -> None:
+        import ipywidgets
+        from IPython.display import display
+
+        self._outputs = {rank: ipywidgets.Output() for rank in self.ranks}
+        self.tabs = ipywidgets.Tab(children=list(self._outputs.values()))
+        for index, rank in enumerate(self.ranks):
+            self.tabs.set_title(index, f"rank {rank}")
+        display(self.tabs)
+
+    def __call__(self, rank: int, kind: str, content) -> None:
+        if self.tabs is not None:
+            self._to_tab(rank, kind, content)
+        elif kind == "display":
+            self._lines(rank, "stdout", str(content.get("text/plain", "")) + "\n")
+        else:
+            self._lines(rank, kind, content)
+
+    def _to_tab(self, rank: int, kind: str, content) -> None:
+        out = self._outputs[rank]
+        if kind == "display":
+            out.outputs = (*out.outputs, {"output_type": "display_data", "data": content, "metadata": {}})
+        elif kind == "stderr":
+            out.append_stderr(content)
+        else:
+            out.append_stdout(content)
+
+    def _lines(self, rank: int, name: str, text: str) -> None:
+        key = (rank, name)
+        text = self._partial.pop(key, "") + text
+        whole, newline, rest = text.rpartition("\n")
+        if rest:
+            self._partial[key] = rest
+        if newline:
+            stream = sys.stderr if name == "stderr" else sys.stdout
+            stream.write("".join(f"[rank {rank}] {line}\n" for line in whole.split("\n")))
+            stream.flush()
+
+    def close(self, states: dict[int, str] | None = None) -> None:
+        """Write what is left of unfinished lines; in tabs, put each rank's state in its title."""
+        left, self._partial = sorted(self._partial.items()), {}
+        for (rank, name), rest in left:
+            self._lines(rank, name, rest + "\n")
+        if self.tabs is not None and states:
+            for index, rank in enumerate(self.ranks):
+                state = states.get(rank, "")
+                self.tabs.set_title(index, f"rank {rank}" + (f" · {state}" if state and state != "finished" else ""))
