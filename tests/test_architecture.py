@@ -202,6 +202,34 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("recorders/diff.py", "open(root / file, 'xb')"): "writes a new tensor file of a saved run",
     ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
     ("ipython/explorer.py", "self.open(label, search=row.fullname)"): "opens a tab of the explorer, not a file",
+    ("ipython/ranks.py", "open(os.path.join(pool, f'rank{rank}.stacks'), 'x', encoding='utf-8')"): (
+        "a new file a rank's faulthandler writes its stacks to"
+    ),
+    ("ipython/ranks.py", "os.fdopen(os.dup(2), 'w', encoding='utf-8', errors='replace')"): (
+        "writes a crash report to the rank's own log"
+    ),
+    ("ipython/ranks.py", "open(os.path.join(pool, f'rank{rank}.pid'), 'x', encoding='ascii')"): "writes a new pid file",
+    ("ranks/worker.py", "open(temporary, 'w', encoding='utf-8')"): "writes how a rank ended, renamed into place",
+    ("ranks/worker.py", "open(os.path.join(pool, f'{stem}.supervisor'), 'w', encoding='ascii')"): (
+        "writes a supervisor's pid"
+    ),
+    (
+        "ranks/pool.py",
+        "open(self.dir / 'msrun.log', 'xb')",
+    ): "a new file in the pool's own directory for msrun's output",
+    ("ranks/pool.py", "(self.dir / f'rank{rank}.pid').read_text(encoding='ascii')"): (
+        "the pid a rank wrote in the pool's own directory (mkdtemp, 0700)"
+    ),
+    (
+        "ranks/pool.py",
+        "path.read_text(encoding='utf-8')",
+    ): "the connection file a rank's ipykernel wrote in the pool's directory",
+    (
+        "ranks/pool.py",
+        "(self.dir / f'{stem}.exit').read_text(encoding='utf-8')",
+    ): "how a rank ended, as its supervisor wrote it",
+    ("ranks/pool.py", "path.read_text(encoding='ascii')"): "a supervisor's pid, written in the pool's directory",
+    ("ranks/pool.py", "open(path, encoding='utf-8', errors='replace')"): "the stacks a rank's faulthandler wrote",
     ("__init__.py", "source.read_text(encoding='utf-8')"): "msdebug's own extension/package.json",
     ("backend/profile.py", "(root / relative).read_text(encoding='utf-8')"): (
         "the installed MindSpore's own source, parsed for its profiler tables"
@@ -270,7 +298,7 @@ json.loads(text)
 # Each feature has one noun, the same in every folder: backend/profile.py drives MindSpore's
 # profiler, recorders/profile.py makes it record, dumps/profile.py reads what it wrote,
 # views/profile.py renders it and ipython/magics/profile.py holds %%msprofile.
-FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile", "diff"}
+FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile", "diff", "ranks"}
 UI_PIECES = {"status", "panel", "explorer"}
 # What else a folder may hold: helpers that are no feature, each named in the README's Layout.
 HELPERS = {

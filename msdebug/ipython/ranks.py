@@ -9,9 +9,48 @@ only, so two ranks' halves of a line never mix.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-__all__ = ["RankOutput"]
+__all__ = ["RankOutput", "serve_rank"]
+
+
+def serve_rank(pool: str, rank: str) -> int:
+    """What one worker of the job is: an IPython kernel with msdebug loaded, whose connection file
+    is ``<pool>/rank<R>.json`` and pid ``<pool>/rank<R>.pid`` (the pool waits for them); it
+    returns when the pool shuts it down."""
+    import faulthandler
+
+    from ipykernel.kernelapp import IPKernelApp
+
+    # Where this rank's Python stacks go on SIGUSR1, for a hang: a signal handler in C, so it
+    # runs also while MindSpore's C++ waits in a collective with the GIL held.
+    stacks = open(os.path.join(pool, f"rank{rank}.stacks"), "x", encoding="utf-8")  # noqa: SIM115 - for the process's life
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
+    # ipykernel sends fd 2 to the notebook: a crash would be written there and lost with the
+    # process. A copy of fd 2 as it is now (msrun's worker log) keeps it.
+    log = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
+    faulthandler.enable(file=log, all_threads=True)
+
+    with open(os.path.join(pool, f"rank{rank}.pid"), "x", encoding="ascii") as handle:
+        handle.write(str(os.getpid()))
+    app = IPKernelApp.instance()
+    app.initialize(
+        [
+            "-f",
+            os.path.join(pool, f"rank{rank}.json"),
+            # msdebug's log level before MindSpore's first import: cluster building logs ~30
+            # warnings per rank otherwise.
+            "--MsDebug.log_level=ERROR",
+            # Its parent is the supervisor: the kernel ends if the supervisor does (and ipykernel
+            # does not tell the log that Ctrl-C will not work, as it does for `ipython kernel`).
+            f"--IPKernelApp.parent_handle={os.getppid()}",
+            "--IPKernelApp.exec_lines=['%load_ext msdebug']",
+        ]
+    )
+    app.start()
+    return 0
 
 
 class RankOutput:

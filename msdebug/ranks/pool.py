@@ -67,6 +67,7 @@ class RankResult:
     code: str = ""  # that line's code
     collective: str = ""  # the collective a busy rank waits in
     stacks: str = ""  # its Python stacks (faulthandler), for a busy rank
+    frame: str = ""  # a busy rank's innermost frame, when it is outside the cell
     exit: str = ""  # how a dead rank ended ("killed by SIGSEGV", "exit status 3")
     log: str = ""  # the last lines of a dead rank's worker log
 
@@ -242,22 +243,12 @@ class Pool:
             return None
 
     def _msrun_log(self) -> str:
-        try:
-            return (self.dir / "msrun.log").read_text(encoding="utf-8", errors="replace")[-600:]
-        except OSError:
-            return ""
+        return _tail(self.dir / "msrun.log")[-600:]
 
     def log_tail(self, rank: int, lines: int = _LOG_LINES) -> str:
         """The last ``lines`` lines of ``worker_<rank>.log`` (msrun's log of that rank), or, after
         a crash, faulthandler's report of it (up to twice as many lines)."""
-        from ..files import open_regular
-
-        try:
-            with open_regular(self.log_dir / f"worker_{rank}.log") as handle:
-                handle.seek(max(0, os.fstat(handle.fileno()).st_size - _LOG_TAIL_BYTES))
-                text = handle.read(_LOG_TAIL_BYTES).decode("utf-8", "replace")
-        except (OSError, MsDebugError):
-            return ""
+        text = _tail(self.log_dir / f"worker_{rank}.log")
         logged = text.rstrip("\n").splitlines()
         crash = max((i for i, line in enumerate(logged) if line.startswith("Fatal Python error:")), default=None)
         if crash is not None:  # faulthandler's report: the error, then the innermost frames first
@@ -483,7 +474,12 @@ class Pool:
         collective it waits in, if any."""
         result.stacks = self.stacks(result.rank)
         place = stack_reading.place(result.stacks, sent, self._offset)
-        result.line, result.code, result.collective = place.line, place.code, place.collective
+        result.line, result.code, result.collective, result.frame = (
+            place.line,
+            place.code,
+            place.collective,
+            place.frame,
+        )
         result.state = "collective" if place.collective else "running"
 
     def stacks(self, rank: int, timeout: float = 10.0) -> str:
@@ -550,6 +546,18 @@ class Pool:
             except (OSError, ValueError):
                 continue
         return found
+
+
+def _tail(path: Path) -> str:
+    """The last ``_LOG_TAIL_BYTES`` of a log msrun or MindSpore wrote ('' when there is none)."""
+    from ..files import open_regular
+
+    try:
+        with open_regular(path) as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - _LOG_TAIL_BYTES))
+            return handle.read(_LOG_TAIL_BYTES).decode("utf-8", "replace")
+    except (OSError, MsDebugError):
+        return ""
 
 
 @interruptible

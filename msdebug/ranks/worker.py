@@ -34,10 +34,12 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 def _start_time(pid: int) -> str:
     """The start time of ``pid`` in clock ticks since boot ('' when it is gone or a zombie): a
     pid that was reused by another process has another start time."""
+    from msdebug.errors import MsDebugError  # absolute: msrun runs this file as a script
+    from msdebug.files import read_regular
+
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
+        fields = read_regular(f"/proc/{pid}/stat", 4096).decode("ascii", "replace").rsplit(")", 1)[1].split()
+    except (OSError, MsDebugError, IndexError):
         return ""
     if len(fields) < 20 or fields[0] in ("Z", "X"):  # a killed kernel stays a zombie until its manager reaps it
         return ""
@@ -119,49 +121,6 @@ def _write_exit(pool: str, stem: str, what: dict) -> None:
     os.replace(temporary, path)  # the pool reads it whole or not at all
 
 
-def _scheduler() -> int:
-    from mindspore.communication import init
-
-    init()  # it serves the cluster until the pool kills it (it has nothing to save)
-    while True:
-        signal.pause()
-
-
-def _worker(pool: str, rank: str) -> int:
-    import faulthandler
-
-    from ipykernel.kernelapp import IPKernelApp
-
-    # Where this rank's Python stacks go on SIGUSR1, for a hang: a signal handler in C, so it
-    # runs also while MindSpore's C++ waits in a collective with the GIL held. A crash writes
-    # its stack to stderr, which msrun keeps in worker_<rank>.log.
-    stacks = open(os.path.join(pool, f"rank{rank}.stacks"), "x", encoding="utf-8")  # noqa: SIM115 - for the process's life
-    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
-    # ipykernel sends fd 2 to the notebook: a crash would be written there and lost with the
-    # process. A copy of fd 2 as it is now (msrun's worker log) keeps it.
-    log = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
-    faulthandler.enable(file=log, all_threads=True)
-
-    with open(os.path.join(pool, f"rank{rank}.pid"), "x", encoding="ascii") as handle:
-        handle.write(str(os.getpid()))
-    app = IPKernelApp.instance()
-    app.initialize(
-        [
-            "-f",
-            os.path.join(pool, f"rank{rank}.json"),
-            # msdebug's log level before MindSpore's first import: cluster building logs ~30
-            # warnings per rank otherwise.
-            "--MsDebug.log_level=ERROR",
-            # Its parent is the supervisor: the kernel ends if the supervisor does (and ipykernel
-            # does not tell the log that Ctrl-C will not work, as it does for `ipython kernel`).
-            f"--IPKernelApp.parent_handle={os.getppid()}",
-            "--IPKernelApp.exec_lines=['%load_ext msdebug']",
-        ]
-    )
-    app.start()
-    return 0
-
-
 def main(argv: list[str]) -> int:
     pool = argv[1]
     scheduler = os.environ.get("MS_ROLE") == "MS_SCHED"
@@ -169,7 +128,13 @@ def main(argv: list[str]) -> int:
     stem = role_name(rank)
     child = os.fork()
     if child == 0:
-        code = _scheduler() if scheduler else _worker(pool, rank)
+        if scheduler:
+            from msdebug.backend.ranks import serve_cluster
+
+            serve_cluster()
+        from msdebug.ipython.ranks import serve_rank
+
+        code = serve_rank(pool, rank)
         # The job is being taken down: MindSpore's exit handlers would wait for the cluster
         # (the scheduler for its workers, a worker for the scheduler), for up to a minute.
         sys.stdout.flush()

@@ -37,19 +37,12 @@ def _rank_line(result, first) -> str:
     if result.state == "collective":
         return f"rank {result.rank}: waits in a collective ({result.collective}){where}"
     if result.state == "running":
-        place = where or (f" in {result_frame(result)}" if result_frame(result) else "")
+        place = where or (f" in {result.frame}" if result.frame else "")
         reached = " and never reached the collective the others wait in" if first else ""
         return f"rank {result.rank}: still running{place}{reached}; `%msrun interrupt --ranks {result.rank}` stops it"
     if result.state == "dead":
         return f"rank {result.rank}: died ({result.exit})"
     return f"rank {result.rank}: {result.state}"
-
-
-def result_frame(result) -> str:
-    """The innermost frame of a busy rank outside the cell (from its stacks), or ''."""
-    from ..ranks.stacks import place
-
-    return place(result.stacks, "").frame if result.stacks else ""
 
 
 def summary(run) -> str:

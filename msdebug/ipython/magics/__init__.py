@@ -26,7 +26,7 @@ DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
     "msnan": (("cell",), "msdebug.ipython.magics.nan:NanMagics"),
     "msprofile": (("cell",), "msdebug.ipython.magics.profile:ProfileMagics"),
     "msdiff": (("cell",), "msdebug.ipython.magics.diff:DiffMagics"),
-    "msrun": (("line", "cell"), "msdebug.ipython.magics.msrun:MsrunMagics"),
+    "msrun": (("line", "cell"), "msdebug.ipython.magics.ranks:MsrunMagics"),
 }
 
 
@@ -36,7 +36,7 @@ def __getattr__(name: str) -> Any:
         from .datadump import DataDumpMagics
         from .diff import DiffMagics
         from .graphs import GraphsMagics
-        from .msrun import MsrunMagics
+        from .ranks import MsrunMagics
         from .nan import NanMagics
         from .print import PrintMagics
         from .profile import ProfileMagics
