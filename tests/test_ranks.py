@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -119,6 +120,24 @@ def test_the_print_operator_on_each_rank_is_captured_with_msprint(ranks):
     for rank in (0, 1):
         assert f"[rank {rank}] rank says" in text
         assert f"[rank {rank}] Tensor(shape=[2], dtype=Int32, value= [{rank}, {rank}])" in text
+
+
+def test_msprofile_on_every_rank_writes_one_folder_per_rank_that_open_together(ranks):
+    folder = f"{ranks.cwd}/prof"
+    code = (
+        f"%%msrun\n%%msprofile --output {folder}\n"
+        "x = ops.AllReduce()(ms.Tensor(np.ones(64, np.float32) * (get_rank() + 1)))\n"
+        "y = ops.matmul(x.reshape(8, 8), x.reshape(8, 8)).asnumpy()\n"
+    )
+    status, outputs = ranks.run(code)
+    assert status == "ok", outputs
+    assert sorted(os.listdir(folder)) == ["rank_0", "rank_1"]
+    shown = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "msdebug"), "profile", folder],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "2 ranks" in shown.stdout and "AllReduce" in shown.stdout, shown.stdout
 
 
 def test_the_first_rank_to_raise_is_named_first_with_its_traceback_at_the_cell_line(ranks):

@@ -23,6 +23,7 @@ __all__ = [
     "get_backend",
     "graph_compiled",
     "keep_sigint",
+    "msrun_rank",
     "synchronize",
     "track_compiles",
     "untrack_compiles",
@@ -58,6 +59,16 @@ def get_backend() -> Backend:
 
 
 # ----------------------------------------------------------------- first import
+
+
+def msrun_rank() -> int | None:
+    """This process's rank when msrun started it as a worker (``MS_ROLE=MS_WORKER`` with
+    ``RANK_ID``, as in a ``%%msrun`` cell), else None: what it records then goes to a folder of
+    its own, ``rank_<R>``, so that the ranks' outputs open together."""
+    if os.environ.get("MS_ROLE") != "MS_WORKER":
+        return None
+    rank = os.environ.get("RANK_ID", "")
+    return int(rank) if rank.isdigit() else None
 
 
 def synchronize() -> str:

@@ -267,18 +267,25 @@ def _silenced(keep: list[str], verbose: bool) -> Iterator[None]:
 
 
 def _new_output(output: str | os.PathLike | None) -> Path:
+    """A new or empty folder for one profile. Under msrun it is ``rank_<R>`` inside the folder
+    asked for, so every rank can be given the same one and ``msdebug profile DIR`` opens them
+    together (by default, ranks that start in the same second share ``msprofile/<time>``)."""
+    from ..backend.process import msrun_rank
+
+    rank = msrun_rank()
+    leaf = f"rank_{rank}" if rank is not None else ""
     if output is None:
         base = Path("msprofile").absolute()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for number in range(1000):
-            candidate = base / (stamp if number == 0 else f"{stamp}-{number}")
+            candidate = base / (stamp if number == 0 else f"{stamp}-{number}") / leaf
             if not candidate.exists():
                 break
     else:
-        candidate = Path(output).expanduser().absolute()
+        candidate = Path(output).expanduser().absolute() / leaf
         if candidate.exists() and (not candidate.is_dir() or any(candidate.iterdir())):
             raise InvalidValueError(
-                f"output {output} exists and is not an empty directory; msdebug never writes over a profile: "
+                f"output {candidate} exists and is not an empty directory; msdebug never writes over a profile: "
                 "give a new directory."
             )
     try:
