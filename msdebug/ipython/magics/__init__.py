@@ -36,10 +36,10 @@ def __getattr__(name: str) -> Any:
         from .datadump import DataDumpMagics
         from .diff import DiffMagics
         from .graphs import GraphsMagics
-        from .ranks import MsrunMagics
         from .nan import NanMagics
         from .print import PrintMagics
         from .profile import ProfileMagics
+        from .ranks import MsrunMagics
         from .rdr import RdrMagics
 
         found = (
