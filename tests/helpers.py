@@ -118,7 +118,8 @@ class Kernel:
                 break
             if kind in ("stream", "execute_result", "display_data", "error"):
                 outputs.append({"type": kind, **content})
-        return self.reply(msg_id, timeout)["status"], outputs
+        self.last_reply = self.reply(msg_id, timeout)  # its execution_count is the cell's number
+        return self.last_reply["status"], outputs
 
     def evaluate(self, setup: str, expression: str, timeout: float = 300) -> str:
         """Run ``setup``, then return ``expression``'s text/plain as the execute reply carries it

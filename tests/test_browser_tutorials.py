@@ -136,6 +136,9 @@ def test_tutorial_fits_the_notebook_without_console_errors(tutorials, tmp_path, 
         if notebook.startswith("07_"):
             _walk_the_diff(page, code, tmp_path)
             overflowing += page.evaluate(_OVERFLOW)
+        if notebook.startswith("08_"):
+            _look_at_each_rank(page, code, tmp_path)
+            overflowing += page.evaluate(_OVERFLOW)
         if notebook.startswith("03_"):
             binary = code.filter(has_text="binary = msdebug.read_print_file").locator(".jp-OutputArea-output")
             binary.scroll_into_view_if_needed()
@@ -155,6 +158,24 @@ def _walk_the_diff(page, code, tmp_path: Path) -> None:
     expect(walker.locator("select option").first).to_contain_text("Default/Mul-op0 (Mul)")
     expect(walker.locator(".msdebug-diff-op svg").first).to_be_visible()  # the histograms
     _shoot(walker, tmp_path, "msdiff.png", height=900)
+
+
+def _look_at_each_rank(page, code, tmp_path: Path) -> None:
+    """JupyterLab shows a tab per rank: the AllReduce's answer on rank 1, then the report of the
+    cell whose rank raised, under its tabs."""
+    from playwright.sync_api import expect
+
+    answer = code.filter(has_text="total = ops.AllReduce()").locator(".jp-OutputArea-output")
+    tabs = answer.locator(".lm-TabBar-tab")
+    expect(tabs).to_have_text(["rank 0", "rank 1"])
+    tabs.nth(1).click()
+    expect(answer.locator(".widget-tab-contents .jp-OutputArea-output:visible")).to_have_text(
+        "2 ranks, sum [3. 3. 3. 3.]"
+    )
+    failed = code.filter(has_text="has a bad batch")
+    expect(failed.locator(".lm-TabBar-tab")).to_have_text(["rank 0 · raised", "rank 1 · raised"])
+    expect(failed.locator(".jp-OutputArea-output")).to_contain_text(["msrun: rank 1 raised ValueError first"])
+    _shoot(failed.locator(".jp-Cell-outputArea"), tmp_path, "msrun.png", height=700)
 
 
 def _click_through_the_explorer(page, code, tmp_path: Path) -> None:

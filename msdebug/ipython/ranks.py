@@ -1,8 +1,9 @@
 """Where the ranks' output goes in the notebook: a tab per rank in JupyterLab, rank-prefixed
 text in a terminal and under nbval.
 
-A kernel followed by msdebug's JupyterLab extension (its comm is open) renders widgets: each
-rank's streams and displays go to that rank's ``Output`` widget as they arrive. Elsewhere
+A cell run from JupyterLab (its request names the cell) or in a kernel that msdebug's status bar
+follows renders widgets: each rank's streams and displays go to that rank's ``Output`` widget as
+they arrive. Elsewhere
 every line is written to this cell's stdout or stderr with ``[rank N]`` in front, whole lines
 only, so two ranks' halves of a line never mix.
 """
@@ -47,10 +48,23 @@ def serve_rank(pool: str, rank: str) -> int:
             # does not tell the log that Ctrl-C will not work, as it does for `ipython kernel`).
             f"--IPKernelApp.parent_handle={os.getppid()}",
             "--IPKernelApp.exec_lines=['%load_ext msdebug']",
+            # Cells take the notebook's numbers, and N ranks would share one history database.
+            "--HistoryManager.enabled=False",
         ]
     )
     app.start()
     return 0
+
+
+def _from_a_notebook_front_end(shell) -> bool:
+    """Whether the running cell came from JupyterLab (or Notebook 7), which renders widgets: its
+    execute request carries the cell's id (``metadata.cellId``); nbval and nbclient send none."""
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent("shell") if kernel is not None else {}
+    except Exception:  # noqa: BLE001 - an ipykernel without get_parent: show text
+        return False
+    return "cellId" in ((parent or {}).get("metadata") or {})
 
 
 class RankOutput:
@@ -63,7 +77,7 @@ class RankOutput:
         self.tabs = None
         self._outputs: dict[int, object] = {}
         self._partial: dict[tuple[int, str], str] = {}
-        if comm.front_end_connected(shell):
+        if comm.front_end_connected(shell) or _from_a_notebook_front_end(shell):
             self._make_tabs()
 
     def _make_tabs(self) -> None:

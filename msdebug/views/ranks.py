@@ -60,10 +60,10 @@ def summary(run) -> str:
     running = [b for b in busy if b.state == "running"]
     if collective:
         names = ", ".join(str(b.rank) for b in collective)
-        parts.append(f"rank {names} waits in {collective[0].collective}")
+        parts.append(f"rank {names} waits in a collective ({collective[0].collective})")
     if running:
         names = ", ".join(str(b.rank) for b in running)
-        parts.append(f"rank {names} still runs {run.hang_after:g} s after the others")
+        parts.append(f"rank {names} still runs after {run.hang_after:g} s")
     return "; ".join(parts)
 
 

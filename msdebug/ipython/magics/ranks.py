@@ -97,16 +97,15 @@ def _start(args: Parsed) -> str:
 def _status() -> str:
     if _pool is None:
         return "msrun: no ranks (`%msrun start -n 2` starts them)"
-    parts = []
-    for rank in sorted(_pool.pids):
+    hosts = f" of {_pool.total} on all hosts" if _pool.total > _pool.workers else ""
+    lines = [f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}"]
+    for rank in _pool.ranks:
         if not _pool.alive(rank):
-            parts.append(f"rank {rank} dead ({_pool.exit_of(f'rank{rank}') or 'ended'})")
-        elif rank in _pool.busy:
-            parts.append(f"rank {rank} busy")
+            state = f"dead ({_pool.exit_of(f'rank{rank}') or 'ended'})"
         else:
-            parts.append(f"rank {rank} idle")
-    hosts = f" (of {_pool.total} on all hosts)" if _pool.total > _pool.workers else ""
-    return f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}: " + ", ".join(parts)
+            state = "busy" if rank in _pool.busy else "idle"
+        lines.append(f"  rank {rank}: {state}")
+    return "\n".join(lines)
 
 
 @magics_class
@@ -130,22 +129,27 @@ class MsrunMagics(Magics):
         if args.cell is not None:
             return self._cell(args)
         if args.word == "start":
-            return _start(args)
+            print(_start(args))
+            return None
         if args.word == "stop":
             _stop()
-            return "msrun: stopped"
+            print("msrun: stopped")
+            return None
         if args.word == "restart":
             before = _started_with.get("args")
             _stop()
             if before is None:
                 raise MagicUsageError("%msrun: nothing to restart; `%msrun start -n 2` starts ranks.")
-            return _start(before)
+            print(_start(before))
+            return None
         if args.word == "interrupt":
             if _pool is None:
                 raise MagicUsageError("%msrun: no ranks to interrupt.")
             reached = _pool.interrupt(_ranks(args.prefix, args.get("--ranks"), _pool.ranks))
-            return f"msrun: Ctrl-C sent to rank {', '.join(map(str, reached))}" if reached else "msrun: no rank alive"
-        return _status()
+            print(f"msrun: Ctrl-C sent to rank {', '.join(map(str, reached))}" if reached else "msrun: no rank alive")
+            return None
+        print(_status())
+        return None
 
     def _cell(self, args: Parsed) -> None:
         from ...views.ranks import summary, text_report
@@ -163,7 +167,8 @@ class MsrunMagics(Magics):
         ranks = _ranks(args.prefix, args.get("--ranks"), _pool.ranks)
         output = RankOutput(self.shell, ranks if ranks is not None else _pool.ranks)
         try:
-            run = _pool.execute(args.cell, ranks, output, hang_after, count=self.shell.execution_count)
+            # IPython counts a cell before running it: this cell is the one before the count.
+            run = _pool.execute(args.cell, ranks, output, hang_after, count=self.shell.execution_count - 1)
         finally:
             output.close()
         output.close({r.rank: r.state for r in run.results})
