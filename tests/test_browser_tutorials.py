@@ -174,7 +174,8 @@ def _look_at_each_rank(page, code, tmp_path: Path) -> None:
     )
     failed = code.filter(has_text="has a bad batch")
     expect(failed.locator(".lm-TabBar-tab")).to_have_text(["rank 0 · raised", "rank 1 · raised"])
-    expect(failed.locator(".jp-OutputArea-output")).to_contain_text(["msrun: rank 1 raised ValueError first"])
+    expect(failed).to_contain_text("msrun: rank 1 raised ValueError first")
+    expect(failed.locator(".widget-tab-contents")).to_contain_text("KeyError: 'rank 0 fails later'")  # rank 0's own
     _shoot(failed.locator(".jp-Cell-outputArea"), tmp_path, "msrun.png", height=700)
 
 

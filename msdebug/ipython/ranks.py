@@ -93,6 +93,8 @@ class RankOutput:
     def __call__(self, rank: int, kind: str, content) -> None:
         if self.tabs is not None:
             self._to_tab(rank, kind, content)
+        elif kind == "error":
+            return  # the report after the cell shows the first; the others have a line each
         elif kind == "display":
             self._lines(rank, "stdout", str(content.get("text/plain", "")) + "\n")
         else:
@@ -102,8 +104,8 @@ class RankOutput:
         out = self._outputs[rank]
         if kind == "display":
             out.outputs = (*out.outputs, {"output_type": "display_data", "data": content, "metadata": {}})
-        elif kind == "stderr":
-            out.append_stderr(content)
+        elif kind in ("stderr", "error"):
+            out.append_stderr(content if kind == "stderr" else content + "\n")
         else:
             out.append_stdout(content)
 

@@ -36,8 +36,8 @@ from .worker import _start_time, role_name
 
 __all__ = ["CellRun", "Pool", "RankResult", "RanksBusyError"]
 
-#: ``output(rank, kind, content)``: kind "stdout" or "stderr" with text, or "display" with a
-#: MIME bundle (a result or a display of that rank).
+#: ``output(rank, kind, content)``: kind "stdout" or "stderr" with text, "display" with a MIME
+#: bundle (a result or a display of that rank), or "error" with the traceback of its error.
 OutputFn = Callable[[int, str, object], None]
 
 _LOG_LINES = 12  # of a dead rank's worker_<rank>.log
@@ -421,6 +421,7 @@ class Pool:
                 result.traceback = list(content["traceback"])
                 result.failed_at = str(msg["header"].get("date", ""))
                 result.line = stack_reading.error_line(result.traceback) + self._offset
+                show(rank, "error", "\n".join(result.traceback))
             elif kind == "status" and content["execution_state"] == "idle":
                 self._ended(rank, msg_id, result)
                 self.busy.pop(rank, None)
