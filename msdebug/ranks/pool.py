@@ -503,6 +503,26 @@ class Pool:
             handle.seek(before)
             return handle.read(1 << 20)
 
+    def wait_idle(
+        self, ranks: Sequence[int] | None = None, timeout: float = 10.0, output: OutputFn | None = None
+    ) -> list[int]:
+        """Wait until ``ranks`` (every busy one by default) have ended the cells they still run,
+        or ``timeout`` seconds; their last output goes to ``output``. Returns the ranks still busy
+        (one stuck in MindSpore's C++, such as a collective, does not end on Ctrl-C)."""
+        show = output or (lambda rank, kind, content: None)
+        chosen = [rank for rank in (self.busy if ranks is None else ranks) if rank in self.busy]
+        poller, sockets, pidfds = self._poller(chosen)
+        deadline = time.monotonic() + timeout
+        while any(rank in self.busy for rank in chosen) and time.monotonic() < deadline:
+            for key in _poll(poller, (deadline - time.monotonic()) * 1000):
+                rank = pidfds.get(key, sockets.get(key))
+                if key in pidfds:
+                    poller.unregister(key)
+                    self.busy.pop(rank, None)
+                elif rank in self.busy:
+                    self._drain(rank, self.busy[rank], RankResult(rank), show, True)
+        return [rank for rank in chosen if rank in self.busy]
+
     def interrupt(self, ranks: Sequence[int] | None = None) -> list[int]:
         """Ctrl-C on ``ranks`` (all by default; each worker is in a session of its own); returns
         the ranks it reached."""

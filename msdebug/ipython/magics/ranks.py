@@ -146,7 +146,16 @@ class MsrunMagics(Magics):
             if _pool is None:
                 raise MagicUsageError("%msrun: no ranks to interrupt.")
             reached = _pool.interrupt(_ranks(args.prefix, args.get("--ranks"), _pool.ranks))
-            print(f"msrun: Ctrl-C sent to rank {', '.join(map(str, reached))}" if reached else "msrun: no rank alive")
+            if not reached:
+                print("msrun: no rank alive")
+                return None
+            stuck = _pool.wait_idle(reached, timeout=5.0)
+            stopped = [rank for rank in reached if rank not in stuck]
+            if stopped:
+                print(f"msrun: rank {', '.join(map(str, stopped))} stopped on Ctrl-C")
+            if stuck:
+                print(f"msrun: rank {', '.join(map(str, stuck))} still busy 5 s after Ctrl-C (inside MindSpore, "
+                      "such as a collective); `%msrun restart` starts the ranks again")  # fmt: skip
             return None
         print(_status())
         return None
