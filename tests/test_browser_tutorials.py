@@ -173,9 +173,12 @@ def _look_at_each_rank(page, code, tmp_path: Path) -> None:
         "2 ranks, sum [3. 3. 3. 3.]"
     )
     failed = code.filter(has_text="has a bad batch")
-    expect(failed.locator(".lm-TabBar-tab")).to_have_text(["rank 0 · raised", "rank 1 · raised"])
+    titles = failed.locator(".lm-TabBar-tab")
+    expect(titles).to_have_text(["rank 0", "rank 1 · raised"])
     expect(failed).to_contain_text("msrun: rank 1 raised ValueError first")
-    expect(failed.locator(".widget-tab-contents")).to_contain_text("KeyError: 'rank 0 fails later'")  # rank 0's own
+    expect(failed.locator(".widget-tab-contents")).to_contain_text("rank 0 is fine")
+    titles.nth(1).click()
+    expect(failed.locator(".widget-tab-contents")).to_contain_text("ValueError: rank 1 has a bad batch")  # its own
     _shoot(failed.locator(".jp-Cell-outputArea"), tmp_path, "msrun.png", height=700)
 
 

@@ -20,9 +20,13 @@ INIT = (
 )
 
 
-def _rank_processes() -> set[int]:
-    found = subprocess.run(["pgrep", "-f", "msdebug/ranks/worker.py"], capture_output=True, text=True).stdout
-    return {int(pid) for pid in found.split()}
+def _job(kernel: Kernel) -> set[int]:
+    """The processes of the kernel's %msrun job: msrun's task script with the pool's directory."""
+    status, outputs = kernel.run("%msrun status")
+    found = re.search(r"logs in (\S+)/logs", text_of(outputs, "stream", "stdout"))
+    assert found, outputs
+    listed = subprocess.run(["pgrep", "-f", f"worker.py {found.group(1)}"], capture_output=True, text=True).stdout
+    return {int(pid) for pid in listed.split()}
 
 
 def _gone(pids: set[int]) -> bool:
@@ -72,13 +76,13 @@ def _error_line(outputs) -> str:
 
 @pytest.fixture(scope="module")
 def ranks():
-    before = _rank_processes()
     kernel = Kernel()
     _start(kernel)
     yield kernel
+    job = _job(kernel)
     kernel.run("%msrun stop", timeout=120)
     kernel.close()
-    assert _wait_gone(_rank_processes() - before, 10)
+    assert _wait_gone(job, 10)
 
 
 def test_an_allreduce_on_two_ranks_prints_per_rank(ranks):
@@ -141,29 +145,37 @@ def test_msprofile_on_every_rank_writes_one_folder_per_rank_that_open_together(r
 
 
 def test_the_first_rank_to_raise_is_named_first_with_its_traceback_at_the_cell_line(ranks):
+    # Rank 0 raises only once rank 1's error has gone out: rank 1's post_run_cell hook opens a
+    # FIFO that rank 0 is reading (an event, not a delay).
+    fifo = f"{ranks.cwd}/order.fifo"
+    os.mkfifo(fifo)
     code = (
-        "%%msrun\nimport time\n"
-        "if get_rank() == 1:\n    raise ValueError('rank one fails')\n"
-        "open(f'/tmp/msdebug-second-{os.getpid()}', 'w').close()\n"
-        "time.sleep(0.5)\n"  # rank 0 fails after rank 1 has
+        "%%msrun\n"
+        "def told(result):\n"
+        "    get_ipython().events.unregister('post_run_cell', told)\n"
+        f"    os.close(os.open({fifo!r}, os.O_WRONLY))\n"
+        "if get_rank() == 1:\n"
+        "    get_ipython().events.register('post_run_cell', told)\n"
+        "    raise ValueError('rank one fails')\n"
+        f"open({fifo!r}).read()\n"
         "raise KeyError('rank zero fails later')\n"
     )
     status, outputs = ranks.run(code)
     assert status == "error"
     stderr = _stderr(outputs)
-    assert stderr.startswith("msrun: rank 1 raised ValueError first at line 4; 1 more raised\n"), stderr
+    assert stderr.startswith("msrun: rank 1 raised ValueError first at line 7; 1 more raised\n"), stderr
     assert "--- rank 1, the first to raise ---" in stderr
     assert "ValueError: rank one fails" in stderr
-    assert f"Cell In[{ranks.last_reply['execution_count']}], line 4" in stderr, stderr  # as the notebook numbers it
-    assert "rank 0: raised KeyError: 'rank zero fails later' at line 7" in stderr
-    assert _error_line(outputs) == "RankError: rank 1 raised ValueError first at line 4; 1 more raised."
+    assert f"Cell In[{ranks.last_reply['execution_count']}], line 7" in stderr, stderr  # as the notebook numbers it
+    assert "rank 0: raised KeyError: 'rank zero fails later' at line 9" in stderr
+    assert _error_line(outputs) == "RankError: rank 1 raised ValueError first at line 7; 1 more raised."
 
 
 def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(ranks):
     code = (
-        "%%msrun --hang-after 3\nimport time\n"
+        "%%msrun --hang-after 3\nimport threading\n"
         "if get_rank() == 0:\n"
-        "    while True: time.sleep(0.01)\n"  # rank 0 never reaches the collective
+        "    threading.Event().wait()\n"  # rank 0 never reaches the collective
         "print(ops.AllReduce()(ms.Tensor(np.ones(2, np.float32))))\n"
     )
     started = time.monotonic()
@@ -172,7 +184,7 @@ def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(
     stderr = _stderr(outputs)
     assert status == "error", outputs
     assert "rank 1: waits in a collective (AllReduce) at line 5: `print(ops.AllReduce()" in stderr, stderr
-    assert "rank 0: still running at line 4: `while True: time.sleep(0.01)` and never reached the collective" in stderr
+    assert "rank 0: still running at line 4: `threading.Event().wait()` and never reached the collective" in stderr
     assert "`%msrun interrupt --ranks 0` stops it" in stderr
     assert took < 3 + 60, took  # named after --hang-after, not after MindSpore's cluster_time_out (600 s)
     # Rank 0 is still busy: a new cell there says so, and interrupting it frees it.
@@ -236,12 +248,11 @@ def test_bad_input_is_one_line(ranks, line, expected):
 
 
 def test_ranks_end_within_seconds_of_a_killed_kernel():
-    before = _rank_processes()
     kernel = Kernel()
     try:
         status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
         assert status == "ok", outputs
-        ours = _rank_processes() - before
+        ours = _job(kernel)
         assert len(ours) >= 6  # the scheduler and two workers, each a supervisor and its process
         os.kill(kernel.manager.provisioner.process.pid, signal.SIGKILL)
         assert _wait_gone(ours, 5), f"still running 5 s after the kernel was killed: {ours}"
@@ -250,12 +261,11 @@ def test_ranks_end_within_seconds_of_a_killed_kernel():
 
 
 def test_ranks_end_within_seconds_of_a_kernel_shutdown():
-    before = _rank_processes()
     kernel = Kernel()
     try:
         status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
         assert status == "ok", outputs
-        ours = _rank_processes() - before
+        ours = _job(kernel)
         assert len(ours) >= 6
         kernel.client.shutdown()
         assert _wait_gone(ours, 5), f"still running 5 s after the kernel shut down: {ours}"
