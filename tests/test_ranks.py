@@ -271,3 +271,36 @@ def test_ranks_end_within_seconds_of_a_kernel_shutdown():
         assert _wait_gone(ours, 5), f"still running 5 s after the kernel shut down: {ours}"
     finally:
         kernel.close()
+
+
+def test_two_msrun_launches_on_one_host_make_one_job_as_two_hosts_would():
+    """Several hosts, tried on one: two kernels each start one rank of a 2-rank job, with
+    --worker-num, --node-rank and the same --master-addr and --master-port (the second msrun's
+    own scheduler cannot take the port; its rank joins the first one's)."""
+    from msdebug.ranks.pool import _free_port
+
+    port = _free_port()
+    hosts = [Kernel(), Kernel()]
+    try:
+        for node, kernel in enumerate(hosts):
+            status, outputs = kernel.run(
+                f"%load_ext msdebug\n%msrun start -n 1 --worker-num 2 --node-rank {node} "
+                f"--master-addr 127.0.0.1 --master-port {port}",
+                timeout=300,
+            )
+            assert status == "ok", outputs
+            assert f"  rank {node}: idle" in text_of(outputs, "stream", "stdout"), outputs
+        both = [
+            kernel.client.execute(
+                INIT + "\nprint(get_rank(), ops.AllReduce()(ms.Tensor(np.full(2, get_rank() + 1, np.float32))))"
+            )
+            for kernel in hosts
+        ]
+        for node, (kernel, msg_id) in enumerate(zip(hosts, both)):
+            status, outputs = kernel.finish(msg_id, 300)
+            assert status == "ok", outputs
+            assert text_of(outputs, "stream", "stdout") == f"[rank {node}] {node} [3. 3.]\n", outputs
+    finally:
+        for kernel in hosts:
+            kernel.run("%msrun stop", timeout=120)
+            kernel.close()
