@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from test_status import Frontend, states
 
 from helpers import Kernel, text_of
 
@@ -195,6 +196,21 @@ def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(
     _restart(ranks)  # rank 1 stays in the AllReduce: only a restart ends it
 
 
+def test_the_status_bar_shows_the_ranks_and_which_are_busy(ranks):
+    front = Frontend(ranks)
+    (opened,) = states(front.open())
+    try:
+        assert (opened["ranks"], opened["busy_ranks"]) == ([0, 1], [])
+        sent, outputs = front.run("%%msrun\nx = get_rank()")
+        # Every change is sent as it happens: both busy, then one left, then none (the state
+        # of each message is checked against status.schema.json on the way).
+        busy = [state["busy_ranks"] for state in states(sent)]
+        assert busy[0] == [0, 1] and busy[-1] == [] and len(busy) == 3 and busy[1] in ([0], [1]), busy
+        assert {tuple(state["ranks"]) for state in states(sent)} == {(0, 1)}
+    finally:
+        front._request("comm_close", {"comm_id": front.comm_id, "data": {}})
+
+
 def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
     markers = [f"{ranks.cwd}/loop-{rank}" for rank in (0, 1)]
     msg_id = ranks.client.execute(
@@ -296,7 +312,7 @@ def test_two_msrun_launches_on_one_host_make_one_job_as_two_hosts_would():
             )
             for kernel in hosts
         ]
-        for node, (kernel, msg_id) in enumerate(zip(hosts, both)):
+        for node, (kernel, msg_id) in enumerate(zip(hosts, both, strict=True)):
             status, outputs = kernel.finish(msg_id, 300)
             assert status == "ok", outputs
             assert text_of(outputs, "stream", "stdout") == f"[rank {node}] {node} [3. 3.]\n", outputs

@@ -354,7 +354,13 @@ class _State:
 
 def test_the_state_message_has_what_the_front_end_parses():
     message = state_message(
-        _State(), print_capture=True, device_fixed="the runtime started", first_cell="import mindspore"
+        _State(),
+        print_capture=True,
+        device_fixed="the runtime started",
+        first_cell="import mindspore",
+        parallel_mode="data_parallel",
+        ranks=(3, 2),
+        busy=(3, 5),
     )
     assert message == {
         "protocol": PROTOCOL,
@@ -371,6 +377,9 @@ def test_the_state_message_has_what_the_front_end_parses():
             "print_capture": True,
             "summary": _State().summary(),
             "first_cell": "import mindspore",
+            "parallel_mode": "data_parallel",
+            "ranks": [2, 3],  # in order
+            "busy_ranks": [3],  # only ranks %msrun runs
         },
     }
     assert unloaded_state(None, print_capture=False)["state"]["summary"] == "MindSpore is not installed"
@@ -378,8 +387,10 @@ def test_the_state_message_has_what_the_front_end_parses():
 
 
 def test_what_the_views_build_is_what_the_schema_describes():
-    message = state_message(_State(), print_capture=False, device_fixed="", first_cell="")
+    message = state_message(_State(), print_capture=False, device_fixed="", first_cell="", parallel_mode="stand_alone")
     valid(message)
+    valid(state_message(_State(), print_capture=False, device_fixed="", first_cell="", parallel_mode="", ranks=(0, 1)))
+    valid(unloaded_state("2.10.0", print_capture=True, ranks=(0, 1), busy=(1,)))
     valid(unloaded_state("2.10.0", print_capture=True))
     valid(unloaded_state(None, print_capture=False))
     valid(reply_message(3))
@@ -391,6 +402,8 @@ def test_what_the_views_build_is_what_the_schema_describes():
         {**message, "state": {**state, "sync": "off"}},
         {**message, "state": {k: v for k, v in state.items() if k != "first_cell"}},
         {**message, "state": {**state, "device_fix": ""}},
+        {**message, "state": {**state, "ranks": ["0"]}},
+        {**message, "state": {**state, "busy_ranks": 1}},
     ):
         assert list(_VALIDATOR.iter_errors(broken)), broken
 
@@ -413,7 +426,9 @@ def python_messages() -> dict[str, dict]:
     msdebug's ContextState and device facts, the views' message functions."""
     from msdebug import backend, keys, settings
 
-    def context(mode: int, device: backend.DeviceState, sync: bool, launch_blocking: bool, capture: bool) -> dict:
+    def context(
+        mode: int, device: backend.DeviceState, sync: bool, launch_blocking: bool, capture: bool, **parallel
+    ) -> dict:
         row = settings.Row(key=keys.CATALOG["mode"], value=mode, default=1, changed=mode != 1, applies=True)
         state = settings.ContextState(
             version="2.10.0", device=device, sync=sync, launch_blocking=launch_blocking, rows=(row,)
@@ -423,6 +438,7 @@ def python_messages() -> dict[str, dict]:
             print_capture=capture,
             device_fixed=settings.device_lock(device),
             first_cell=backend.first_cell(device.target, device.device_id),
+            **{"parallel_mode": "stand_alone", **parallel},
         )
 
     fresh = backend.DeviceState("CPU", 0, configured=False, started=False, supported=("CPU",))
@@ -432,6 +448,17 @@ def python_messages() -> dict[str, dict]:
         "state_fixed": context(0, started, sync=False, launch_blocking=True, capture=True),
         "state_not_imported": unloaded_state("2.10.0", print_capture=False),
         "state_not_installed": unloaded_state(None, print_capture=True),
+        "state_msrun": context(
+            0,
+            started,
+            sync=False,
+            launch_blocking=False,
+            capture=False,
+            parallel_mode="data_parallel",
+            ranks=(0, 1),
+            busy=(1,),
+        ),
+        "state_msrun_not_imported": unloaded_state("2.10.0", print_capture=False, ranks=(0, 1), busy=(0, 1)),
         "reply_ok": reply_message(4),
         "reply_error": reply_message(5, "mode: 'fast' is not allowed; allowed: graph, pynative"),
         "reply_without_id": reply_message(None, "msdebug: expected a command message"),

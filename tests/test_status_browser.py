@@ -113,3 +113,33 @@ def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
         expect(item).to_have_class(GREYED)
         # The restarted kernel is up: a shutdown in the middle of its restart fails.
         wait_for_kernel(page, lab, "status.ipynb")
+
+
+def test_the_status_item_shows_the_ranks_of_msrun_and_the_busy_ones(lab):
+    from playwright.sync_api import expect
+
+    release = lab.root / "release"
+    write_notebook(
+        lab.root / "ranks.ipynb",
+        [
+            "%load_ext msdebug",
+            "%msrun start -n 1",
+            # The rank stays busy until the test lets it go: an event, not a duration.
+            f"%%msrun\nimport os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.02)",
+            "%msrun stop",
+        ],
+    )
+    with chromium(width=1280, height=720) as page:
+        cells = open_notebook(page, lab, "ranks.ipynb", cells=4)
+        item = page.locator(ITEM)
+        run_cell(page, cells, 0)
+        expect(item).to_have_text("MindSpore 2.10 not imported · print capture off")
+        run_cell(page, cells, 1)
+        expect(item).to_have_text("MindSpore 2.10 not imported · print capture off · msrun: 1 rank")
+        run_cell(page, cells, 2)
+        expect(item).to_have_text("MindSpore 2.10 not imported · print capture off · msrun: 1 rank (busy: 0)")
+        expect(item).to_have_attribute("title", re.compile("msrun: rank 0 busy"))
+        release.touch()
+        expect(item).to_have_text("MindSpore 2.10 not imported · print capture off · msrun: 1 rank")
+        run_cell(page, cells, 3)
+        expect(item).to_have_text("MindSpore 2.10 not imported · print capture off")

@@ -5,11 +5,11 @@
 import { ItemState } from './state';
 
 /** The parts of the label a person can choose in the settings (schema/plugin.json). */
-export const FIELDS = ['version', 'mode', 'device', 'sync', 'capture', 'runtime'] as const;
+export const FIELDS = ['version', 'mode', 'device', 'sync', 'capture', 'runtime', 'parallel', 'ranks'] as const;
 export type Field = (typeof FIELDS)[number];
 
 /** The parts shown when the settings do not say. */
-export const DEFAULT_FIELDS: readonly Field[] = ['version', 'mode', 'device', 'sync', 'capture'];
+export const DEFAULT_FIELDS: readonly Field[] = ['version', 'mode', 'device', 'sync', 'capture', 'parallel', 'ranks'];
 
 /** What the item shows. */
 export interface ILabel {
@@ -26,6 +26,21 @@ const FIXED = ' (fixed)';
 export function shortVersion(version: string): string {
   const match = /^(\d+)\.(\d+)/.exec(version);
   return match ? `${match[1]}.${match[2]}` : version;
+}
+
+/** `msrun: 2 ranks (busy: 0, 1)`, or "" when %msrun runs none. */
+export function ranksText(ranks: readonly number[], busy: readonly number[]): string {
+  if (!ranks.length) {
+    return '';
+  }
+  const count = `msrun: ${ranks.length} rank${ranks.length === 1 ? '' : 's'}`;
+  return busy.length ? `${count} (busy: ${busy.join(', ')})` : count;
+}
+
+/** The tooltip's line on the ranks: each one, busy or idle. */
+function ranksTitle(ranks: readonly number[], busy: readonly number[]): string {
+  const each = ranks.map(rank => `rank ${rank} ${busy.includes(rank) ? 'busy' : 'idle'}`);
+  return `msrun: ${each.join(', ')}`;
 }
 
 /** Only the known fields, in the order given, each once; the defaults when none is left. */
@@ -63,11 +78,16 @@ export function label(state: ItemState, fields: readonly Field[] = DEFAULT_FIELD
     if (fields.includes('capture')) {
       parts.push(`print capture ${status.printCapture ? 'on' : 'off'}`);
     }
+    const ranks = ranksText(status.ranks, status.busyRanks);
+    if (fields.includes('ranks') && ranks) {
+      parts.push(ranks);
+    }
+    const title = status.installed
+      ? `The kernel has not imported MindSpore ${status.installed} yet. Click for actions.`
+      : 'MindSpore is not installed in this kernel.';
     return {
       text: parts.join(SEPARATOR),
-      title: status.installed
-        ? `The kernel has not imported MindSpore ${status.installed} yet. Click for actions.`
-        : 'MindSpore is not installed in this kernel.',
+      title: status.ranks.length ? `${title}\n${ranksTitle(status.ranks, status.busyRanks)}` : title,
       greyed: true
     };
   }
@@ -92,12 +112,24 @@ export function label(state: ItemState, fields: readonly Field[] = DEFAULT_FIELD
       case 'runtime':
         parts.push(status.runtimeStarted ? 'runtime started' : 'runtime not started');
         break;
+      case 'parallel':
+        if (status.parallelMode && status.parallelMode !== 'stand_alone') {
+          parts.push(status.parallelMode);
+        }
+        break;
+      case 'ranks':
+        if (status.ranks.length) {
+          parts.push(ranksText(status.ranks, status.busyRanks));
+        }
+        break;
     }
   }
   const notes = [status.deviceFixed, status.syncFixed].filter(Boolean).map(note => `Fixed: ${note}`);
+  const parallel = status.parallelMode ? [`parallel_mode: ${status.parallelMode}`] : [];
+  const ranks = status.ranks.length ? [ranksTitle(status.ranks, status.busyRanks)] : [];
   return {
     text: parts.join(SEPARATOR),
-    title: [status.summary, ...notes, 'Click for actions.'].join('\n'),
+    title: [status.summary, ...notes, ...parallel, ...ranks, 'Click for actions.'].join('\n'),
     greyed: false
   };
 }

@@ -35,6 +35,12 @@ export interface IKernelStatus {
   summary: string;
   /** Code to make the first cell of a fresh kernel, to get this device there. */
   firstCell: string;
+  /** `set_auto_parallel_context`'s `parallel_mode` (`stand_alone` unless set), or "" before the import. */
+  parallelMode: string;
+  /** The ranks `%msrun` started on this host, in order; empty when none run. */
+  ranks: number[];
+  /** Those of `ranks` that run a cell now. */
+  busyRanks: number[];
 }
 
 /** A message from the kernel, once checked. */
@@ -92,6 +98,15 @@ function flag(data: Json, name: string, problems: string[]): boolean {
   return value;
 }
 
+function integers(data: Json, name: string, problems: string[]): number[] {
+  const value = data[name];
+  if (!Array.isArray(value) || !value.every(item => typeof item === 'number' && Number.isInteger(item))) {
+    problems.push(`${name} is not a list of whole numbers`);
+    return [];
+  }
+  return value as number[];
+}
+
 function parseStatus(data: unknown): IKernelStatus | string {
   if (!isObject(data)) {
     return 'state is not an object';
@@ -108,7 +123,10 @@ function parseStatus(data: unknown): IKernelStatus | string {
     runtimeStarted: flag(data, 'runtime_started', problems),
     printCapture: flag(data, 'print_capture', problems),
     summary: text(data, 'summary', problems),
-    firstCell: text(data, 'first_cell', problems)
+    firstCell: text(data, 'first_cell', problems),
+    parallelMode: text(data, 'parallel_mode', problems),
+    ranks: integers(data, 'ranks', problems),
+    busyRanks: integers(data, 'busy_ranks', problems)
   };
   return problems.length ? problems.join(', ') : status;
 }

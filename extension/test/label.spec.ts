@@ -43,6 +43,35 @@ describe('label', () => {
     expect(label(ready({ mindspore: null, installed: null })).title).toBe('MindSpore is not installed in this kernel.');
   });
 
+  it('shows the ranks %msrun runs, and the busy ones', () => {
+    const shown = label(ready({ ranks: [0, 1], busy_ranks: [1] }));
+    expect(shown.text).toBe('MindSpore 2.10 · PYNATIVE · CPU:0 · sync off · print capture off · msrun: 2 ranks (busy: 1)');
+    expect(shown.title).toContain('msrun: rank 0 idle, rank 1 busy');
+    expect(label(ready({ ranks: [0, 1], busy_ranks: [] })).text).toContain('· msrun: 2 ranks');
+    expect(label(ready({ ranks: [4], busy_ranks: [] }), ['ranks']).text).toBe('msrun: 1 rank');
+    expect(label(ready()).text).not.toContain('msrun');
+    expect(label(ready({ ranks: [0, 1] }), ['mode']).text).toBe('PYNATIVE');
+  });
+
+  it('shows the ranks before MindSpore is imported too', () => {
+    const shown = label(ready({ mindspore: null, ranks: [0, 1], busy_ranks: [0, 1] }));
+    expect(shown.text).toBe('MindSpore 2.10 not imported · print capture off · msrun: 2 ranks (busy: 0, 1)');
+    expect(shown.title).toContain('msrun: rank 0 busy, rank 1 busy');
+  });
+
+  it('shows parallel_mode only when it is not stand_alone', () => {
+    expect(label(ready({ parallel_mode: 'data_parallel' })).text).toBe(
+      'MindSpore 2.10 · PYNATIVE · CPU:0 · sync off · print capture off · data_parallel'
+    );
+    expect(label(ready({ parallel_mode: 'stand_alone' })).text).not.toContain('stand_alone');
+    expect(label(ready({ parallel_mode: 'stand_alone' })).title).toContain('parallel_mode: stand_alone');
+  });
+
+  it('refuses ranks that are not whole numbers', () => {
+    const parsed = next({ phase: 'waiting' }, { type: 'message', data: stateMessage({ ranks: ['0'] }) });
+    expect(parsed.phase).toBe('unusable');
+  });
+
   it('says when the kernel cannot be read', () => {
     const shown = label({ phase: 'unusable', problem: 'protocol 2' });
     expect(shown).toEqual({ text: 'MindSpore: ?', title: 'msdebug: protocol 2', greyed: true });

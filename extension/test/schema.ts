@@ -17,6 +17,7 @@ const KEYWORDS = new Set([
   'additionalProperties',
   'minProperties',
   'oneOf',
+  'items',
   '$ref'
 ]);
 
@@ -86,6 +87,10 @@ export function validate(value: unknown, schema: Schema, root: Schema = schema, 
       const passing = (rule as Schema[]).filter(option => validate(value, option, root, path).length === 0);
       if (passing.length !== 1) {
         problems.push(`${where}: matches ${passing.length} of the oneOf schemas, not exactly 1`);
+      }
+    } else if (keyword === 'items') {
+      if (Array.isArray(value)) {
+        value.forEach((item, index) => problems.push(...validate(item, rule as Schema, root, `${path}/${index}`)));
       }
     } else if (isObject(value)) {
       const properties = (schema.properties ?? {}) as Record<string, Schema>;

@@ -167,6 +167,10 @@ class Backend:
         and GPU it ignores the key)."""
         return self.read("device_target") == "Ascend"
 
+    def parallel_mode(self) -> str:
+        """``get_auto_parallel_context("parallel_mode")``: ``stand_alone`` unless set."""
+        return str(self.ms.get_auto_parallel_context("parallel_mode"))
+
     def launch_blocking(self) -> bool:
         """Whether ``mindspore.runtime.launch_blocking()`` was called (it cannot be undone)."""
         return bool(self._runtime.is_launch_blocking())

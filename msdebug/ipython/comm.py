@@ -31,7 +31,7 @@ from ..errors import MsDebugError
 # __init__, which imports the key catalog (tens of ms), and a terminal IPython needs none of it.
 TARGET = "msdebug"  # the same as views.status.TARGET (tests/test_status.py checks it)
 
-__all__ = ["MIN_INTERVAL_S", "StatusComm", "front_end_connected", "register", "unregister"]
+__all__ = ["MIN_INTERVAL_S", "StatusComm", "front_end_connected", "register", "show_ranks", "unregister"]
 
 #: While a cell runs, at most one message per this many seconds (a loop of scoped settings
 #: must not flood the front end); the first change a cell makes is sent at once, and the end
@@ -68,6 +68,7 @@ class StatusComm:
         self.sent: dict | None = None  # the last state message sent
         self.read: tuple | None = None  # what it was built from
         self.sent_at = -math.inf  # when a running cell last sent one (other sends do not throttle)
+        self.ranks: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # %msrun's ranks, and the busy ones
         self._unsubscribe = None
         self.sign = _Sign()
 
@@ -151,22 +152,25 @@ class StatusComm:
 
     def reading(self) -> tuple:
         """What the message is built from, read cheaply (about 10 µs); never imports MindSpore."""
-        capture = bool(self.prefs.print_capture)
+        capture = (bool(self.prefs.print_capture), self.ranks)
         if not backend.is_imported():
             return (capture,)
         ms = backend.get_backend()
-        return capture, ms.read("mode"), ms.device(), bool(ms.read("pynative_synchronize")), ms.launch_blocking()
+        return (
+            capture, ms.read("mode"), ms.device(), bool(ms.read("pynative_synchronize")), ms.launch_blocking(),
+            ms.parallel_mode(),
+        )  # fmt: skip
 
     def message(self, reading: tuple | None = None) -> dict:
         """The state message for the context now (or for ``reading``)."""
         from ..views.status import state_message, unloaded_state
 
-        capture, *context = reading or self.reading()
+        (capture, (ranks, busy)), *context = reading or self.reading()
         if not context:
-            return unloaded_state(backend.installed_version(), print_capture=capture)
+            return unloaded_state(backend.installed_version(), print_capture=capture, ranks=ranks, busy=busy)
         from .. import settings
 
-        _, device, sync, launch_blocking = context
+        _, device, sync, launch_blocking, parallel_mode = context
         state = settings.ContextState(
             version=backend.get_backend().version, device=device, sync=sync, launch_blocking=launch_blocking, rows=()
         )
@@ -175,6 +179,9 @@ class StatusComm:
             print_capture=capture,
             device_fixed=settings.device_lock(device),
             first_cell=backend.first_cell(device.target, device.device_id),
+            ranks=ranks,
+            busy=busy,
+            parallel_mode=parallel_mode,
         )
 
     def changed(self) -> None:
@@ -275,6 +282,15 @@ def register(shell, prefs) -> StatusComm | None:
     status.register()
     _active[id(shell)] = status
     return status
+
+
+def show_ranks(shell, ranks, busy=()) -> None:
+    """Tell the status bar of ``shell``'s kernel which ranks ``%msrun`` runs, and which of them
+    run a cell now (sent at once when a front end follows and it changed)."""
+    status = _active.get(id(shell))
+    if status is not None:
+        status.ranks = (tuple(sorted(ranks)), tuple(sorted(busy)))
+        status.changed()
 
 
 def front_end_connected(shell) -> bool:

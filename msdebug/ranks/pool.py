@@ -155,8 +155,17 @@ class Pool:
         self.clients: dict[int, object] = {}
         self.pids: dict[int, int] = {}
         self.busy: dict[int, str] = {}  # rank -> the msg_id of a cell it still runs
+        self.on_busy = None  # called with the busy ranks whenever they change (the status bar)
         self._pidfds: dict[int, int] = {}
         self._offset = 0
+
+    def _idle(self, rank: int) -> None:
+        if self.busy.pop(rank, None) is not None:
+            self._busy_changed()
+
+    def _busy_changed(self) -> None:
+        if self.on_busy is not None:
+            self.on_busy(sorted(self.busy))
 
     @property
     def ranks(self) -> list[int]:
@@ -320,6 +329,7 @@ class Pool:
                 self.clients[rank].execute(f"get_ipython().execution_count = {int(count)}", silent=True)
             requests[rank] = self.clients[rank].execute(sent)
         self.busy.update(requests)
+        self._busy_changed()
         results = {rank: RankResult(rank) for rank in chosen}
         for rank in chosen:
             if rank not in requests:
@@ -368,7 +378,7 @@ class Pool:
                 poller.unregister(key)
                 self._mark_dead(results[rank])
                 waiting.discard(rank)
-                self.busy.pop(rank, None)
+                self._idle(rank)
             elif self._drain(sockets[key], requests[sockets[key]], results[sockets[key]], show, run.interrupted):
                 waiting.discard(sockets[key])
             if len(waiting) < len(requests):  # a rank is done: the others get hang_after from now at most
@@ -424,7 +434,7 @@ class Pool:
                 show(rank, "error", "\n".join(result.traceback))
             elif kind == "status" and content["execution_state"] == "idle":
                 self._ended(rank, msg_id, result)
-                self.busy.pop(rank, None)
+                self._idle(rank)
                 return True
 
     def _ended(self, rank: int, msg_id: str, result: RankResult) -> None:
@@ -454,7 +464,7 @@ class Pool:
         (nothing is lost), and a rank whose earlier cell has ended is free again."""
         for rank, msg_id in list(self.busy.items()):
             if not self.alive(rank):
-                self.busy.pop(rank, None)
+                self._idle(rank)
                 continue
             self._drain(rank, msg_id, RankResult(rank), show, False)
 
@@ -518,7 +528,7 @@ class Pool:
                 rank = pidfds.get(key, sockets.get(key))
                 if key in pidfds:
                     poller.unregister(key)
-                    self.busy.pop(rank, None)
+                    self._idle(rank)
                 elif rank in self.busy:
                     self._drain(rank, self.busy[rank], RankResult(rank), show, True)
         return [rank for rank in chosen if rank in self.busy]

@@ -28,7 +28,16 @@ PROTOCOL = 1
 _SYNC_FIXED = "mindspore.runtime.launch_blocking() was called; it cannot be undone in this process"
 
 
-def state_message(state: Any, *, print_capture: bool, device_fixed: str, first_cell: str) -> dict:
+def state_message(
+    state: Any,
+    *,
+    print_capture: bool,
+    device_fixed: str,
+    first_cell: str,
+    parallel_mode: str,
+    ranks: tuple[int, ...] = (),
+    busy: tuple[int, ...] = (),
+) -> dict:
     """The ``state`` message for a context state.
 
     Parameters
@@ -42,6 +51,10 @@ def state_message(state: Any, *, print_capture: bool, device_fixed: str, first_c
         Why the device cannot change any more in this process, or "".
     first_cell : str
         The first cell of a fresh kernel that gets this device.
+    parallel_mode : str
+        ``set_auto_parallel_context``'s ``parallel_mode`` (``stand_alone`` unless set).
+    ranks, busy : tuple of int
+        The ranks ``%msrun`` started on this host, and those running a cell now.
     """
     parts = state.summary_parts(print_capture)
     launch_blocking = bool(state.launch_blocking)
@@ -59,11 +72,15 @@ def state_message(state: Any, *, print_capture: bool, device_fixed: str, first_c
             "print_capture": bool(print_capture),
             "summary": state.summary(),
             "first_cell": first_cell,
+            "parallel_mode": parallel_mode,
+            **_ranks(ranks, busy),
         },
     )
 
 
-def unloaded_state(installed: str | None, *, print_capture: bool) -> dict:
+def unloaded_state(
+    installed: str | None, *, print_capture: bool, ranks: tuple[int, ...] = (), busy: tuple[int, ...] = ()
+) -> dict:
     """The ``state`` message while the kernel has not imported MindSpore (reading its
     context would import it, which takes seconds)."""
     summary = f"MindSpore {installed} is not imported yet" if installed else "MindSpore is not installed"
@@ -81,6 +98,8 @@ def unloaded_state(installed: str | None, *, print_capture: bool) -> dict:
             "print_capture": bool(print_capture),
             "summary": summary,
             "first_cell": "",
+            "parallel_mode": "",
+            **_ranks(ranks, busy),
         },
     )
 
@@ -93,6 +112,10 @@ def reply_message(request_id: Any, error: str = "") -> dict:
 def schema() -> dict:
     """The protocol's JSON Schema (``status.schema.json``, shipped in the package)."""
     return json.loads(resources.files(__package__).joinpath("status.schema.json").read_text(encoding="utf-8"))
+
+
+def _ranks(ranks: tuple[int, ...], busy: tuple[int, ...]) -> dict:
+    return {"ranks": sorted(ranks), "busy_ranks": sorted(rank for rank in busy if rank in ranks)}
 
 
 def _message(kind: str, **fields: Any) -> dict:

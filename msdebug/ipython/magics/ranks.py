@@ -60,11 +60,20 @@ def _ranks(prefix: str, text: str | None, known: list[int]) -> list[int] | None:
     return ranks
 
 
-def _stop(timeout: float = 10.0) -> None:
+def _stop(timeout: float = 10.0, shell=None) -> None:
     global _pool
     if _pool is not None:
         pool, _pool = _pool, None
         pool.stop(timeout)
+    if shell is not None:
+        _show(shell)
+
+
+def _show(shell, busy=()) -> None:
+    """The ranks, and the busy ones, in JupyterLab's status bar."""
+    from .. import comm
+
+    comm.show_ranks(shell, _pool.ranks if _pool is not None else (), busy)
 
 
 # A kernel that shuts down or restarts leaves no rank behind: each gets a second to end, then
@@ -72,7 +81,7 @@ def _stop(timeout: float = 10.0) -> None:
 atexit.register(_stop, 1.0)
 
 
-def _start(args: Parsed) -> str:
+def _start(args: Parsed, shell) -> str:
     global _pool
     from ...ranks.pool import Pool
 
@@ -91,6 +100,8 @@ def _start(args: Parsed) -> str:
     pool.start()
     _pool = pool
     _started_with.update(args=args)
+    pool.on_busy = lambda busy: _show(shell, busy)
+    _show(shell)
     return _status()
 
 
@@ -129,18 +140,18 @@ class MsrunMagics(Magics):
         if args.cell is not None:
             return self._cell(args)
         if args.word == "start":
-            print(_start(args))
+            print(_start(args, self.shell))
             return None
         if args.word == "stop":
-            _stop()
+            _stop(shell=self.shell)
             print("msrun: stopped")
             return None
         if args.word == "restart":
             before = _started_with.get("args")
-            _stop()
+            _stop(shell=self.shell)
             if before is None:
                 raise MagicUsageError("%msrun: nothing to restart; `%msrun start -n 2` starts ranks.")
-            print(_start(before))
+            print(_start(before, self.shell))
             return None
         if args.word == "interrupt":
             if _pool is None:
