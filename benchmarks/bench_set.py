@@ -29,6 +29,9 @@ CASES = [
     ("pynative_synchronize", (True, False), ("true", "false")),
     ("save_graphs", (1, 0), ("1", "0")),
     ("max_call_depth", (2000, 1000), ("2000", "1000")),
+    # set_auto_parallel_context's: its baseline is that function
+    ("parallel_mode", ("data_parallel", "stand_alone"), ("data_parallel", "stand_alone")),
+    ("device_num", (8, 1), ("8", "1")),
 ]
 
 
@@ -46,15 +49,20 @@ def _measure(ip, ctx, params, key, values, typed, number: int, dispatch: float) 
         flip[0] ^= 1
         return pair[flip[0]]
 
+    parallel = key in ("parallel_mode", "device_num")
+    set_bare = ms.set_auto_parallel_context if parallel else ms.set_context
+
     def bare():
-        ms.set_context(**{key: alternate(values)})
+        set_bare(**{key: alternate(values)})
 
     def magic():
         ip.run_line_magic("mscontext", f"{key}={alternate(typed)}")
 
     def setter():  # the MindSpore work msdebug's own path ends in
         value = alternate(values)
-        if key in setters:
+        if parallel:
+            set_bare(**{key: value})
+        elif key in setters:
             setters[key](ctx, value)
         else:
             ctx.set_param(params[key], value)

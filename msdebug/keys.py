@@ -166,10 +166,11 @@ class Flag(Kind):
 
 @dataclass(frozen=True)
 class Integer(Kind):
-    """An integer in ``[low, high]`` (``high=None``: unbounded)."""
+    """An integer in ``[low, high]`` (``high=None``: unbounded), or one of ``extra``."""
 
     low: int = 0
     high: int | None = None
+    extra: tuple[int, ...] = ()
     label = "int"
 
     def coerce(self, value: Any) -> int:
@@ -180,6 +181,8 @@ class Integer(Kind):
             number = int(value)
         if number is None:
             raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.")
+        if number in self.extra:
+            return number
         if number < self.low or (self.high is not None and number > self.high):
             raise InvalidValueError(f"{number} is out of range; allowed: {self.describe()}.")
         return number
@@ -192,9 +195,8 @@ class Integer(Kind):
         return raw
 
     def describe(self) -> str:
-        if self.high is None:
-            return f"an integer >= {self.low}"
-        return f"an integer from {self.low} to {self.high}"
+        text = f"an integer >= {self.low}" if self.high is None else f"an integer from {self.low} to {self.high}"
+        return text + "".join(f", or {value}" for value in self.extra)
 
 
 @dataclass(frozen=True)
@@ -364,6 +366,7 @@ class Table(Kind):
 
     entries: Mapping[str, Kind] | None = None
     example: str = "{}"
+    required: tuple[str, ...] = ()  # entries MindSpore needs every time the dict is given
     label = "dict"
 
     def coerce(self, value: Any) -> dict:
@@ -371,6 +374,9 @@ class Table(Kind):
             value = literal(value)
         if not isinstance(value, dict):
             raise InvalidValueError(f"expected a dict such as {self.example}, got {echo(value)}.")
+        missing = [name for name in self.required if name not in value]
+        if missing:
+            raise InvalidValueError(f"needs the entries {' and '.join(self.required)}, e.g. {self.example}.")
         if self.entries is None:
             return dict(value)
         result = {}
@@ -404,6 +410,100 @@ class Table(Kind):
         if self.entries is None:
             return f"a dict such as {self.example}"
         return f"a dict with entries {', '.join(self.entries)}, e.g. {self.example}"
+
+
+@dataclass(frozen=True)
+class PipelineConfig(Table):
+    """``pipeline_config``: both entries, and a scheduler other than 1f1b only interleaved."""
+
+    def coerce(self, value: Any) -> dict:
+        result = super().coerce(value)
+        if not result["pipeline_interleave"] and result["pipeline_scheduler"] != "1f1b":
+            raise InvalidValueError(
+                f"pipeline_scheduler {echo(result['pipeline_scheduler'])} needs pipeline_interleave=True; "
+                "without it only '1f1b' is allowed."
+            )
+        return result
+
+
+@dataclass(frozen=True)
+class OptimizerConfig(Table):
+    """``parallel_optimizer_config``: gradient_accumulation_shard goes with optimizer_level level2 only."""
+
+    def coerce(self, value: Any) -> dict:
+        result = super().coerce(value)
+        level = result.get("optimizer_level")
+        if "gradient_accumulation_shard" in result and level not in (None, "level2"):
+            raise InvalidValueError(
+                f"gradient_accumulation_shard cannot go with optimizer_level {echo(level)}; "
+                "optimizer_level 'level2' shards the gradients (it replaces gradient_accumulation_shard)."
+            )
+        return result
+
+
+@dataclass(frozen=True)
+class IntegerList(Kind):
+    """A list of integers (``[]``: none), such as parameter indices."""
+
+    example: str = "[20, 35]"
+    label = "list"
+
+    def coerce(self, value: Any) -> list:
+        if isinstance(value, str):
+            value = literal(value)
+        if isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, list) or not all(type(item) is int for item in value):
+            raise InvalidValueError(f"expected a list of integers such as {self.example}, got {echo(value)}.")
+        return value
+
+    def typed(self, value: Any) -> str:
+        return json.dumps(value)
+
+    def describe(self) -> str:
+        return f"a list of integers such as {self.example}"
+
+
+_DATASET_MODES = ("data_parallel", "full_batch")
+
+
+@dataclass(frozen=True)
+class DatasetStrategy(Kind):
+    """``dataset_strategy``: data_parallel, full_batch, or a shard strategy per input such as
+    ``((2, 1), (2, 1))``."""
+
+    label = "strategy"
+
+    def coerce(self, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lower() in _DATASET_MODES:
+                return text.lower()
+            value = literal(text)
+            if isinstance(value, str):
+                hint = did_you_mean(text, _DATASET_MODES)
+                raise InvalidValueError(f"{echo(text)} is not allowed; use {self.describe()}.{hint}")
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(
+                isinstance(row, (list, tuple)) and row and all(type(n) is int and n > 0 for n in row) for row in value
+            )
+        ):
+            return tuple(tuple(row) for row in value)
+        raise InvalidValueError(f"expected {self.describe()}, got {echo(value)}.")
+
+    def from_raw(self, raw: Any) -> Any:
+        return tuple(tuple(row) for row in raw) if isinstance(raw, list) else raw
+
+    def typed(self, value: Any) -> str:
+        return value if isinstance(value, str) else repr(value).replace(" ", "")
+
+    def describe(self) -> str:
+        return "data_parallel, full_batch, or one shard strategy per input such as ((2,1),(2,1))"
+
+    def completions(self) -> tuple[str, ...]:
+        return _DATASET_MODES
 
 
 def literal(text: str) -> Any:
@@ -520,6 +620,11 @@ class ContextKey:
         ``jit_config['jit_level']``); msdebug sets them through the parent.
     freezes_on_read : bool
         Reading it fixes it for the rest of the process, so msdebug never reads it.
+    write_only : bool
+        MindSpore can set it but not read it back (``get_auto_parallel_context`` refuses it).
+    api : str
+        The function that sets it: ``set_context``, or ``set_auto_parallel_context`` for the
+        distributed settings ("called before the network is initialized").
     notes : str
         Anything else a person should know before changing it.
     """
@@ -537,6 +642,8 @@ class ContextKey:
     ignored: bool = False
     part_of: tuple[str, str] | None = None
     freezes_on_read: bool = False
+    write_only: bool = False
+    api: str = "set_context"
     default_note: str = ""
     notes: str = ""
     documented_in: tuple[str, ...] = field(default=(), compare=False)
@@ -590,6 +697,7 @@ GROUPS = (
     ("ascend_config", "ascend_config entries"),
     ("gpu_config", "gpu_config entries"),
     ("speedup", "Ascend parallel speed-up (from parallel_speed_up_json_path)"),
+    ("parallel", "Auto-parallel (set_auto_parallel_context)"),
     ("removed", "Removed or ignored"),
     ("other", "Not described by msdebug"),
 )
@@ -669,6 +777,238 @@ _JIT_KINDS = {"jit_level": _JIT_LEVEL, "infer_boost": _INFER_BOOST}
 
 _R12 = ("r1.2",)  # keys the r1.2 documents describe
 _R0 = ("r0",)  # keys of the pre-1.0 API reference
+
+
+_PARALLEL_MODE = Choice(
+    (
+        Option("stand_alone"),
+        Option("data_parallel"),
+        Option("hybrid_parallel"),
+        Option("semi_auto_parallel"),
+        Option("auto_parallel"),
+    )
+)
+_SEARCH_MODE = Choice((Option("recursive_programming"), Option("sharding_propagation"), Option("dynamic_programming")))
+_FUSION = Table(
+    {"mode": Choice((Option("auto"), Option("size"), Option("index"))), "config": Opaque()},
+    "{'mode': 'size', 'config': 32}",
+)
+_AP = "set_auto_parallel_context"
+_AP_NOTE = (
+    "Set it before the network is built: MindSpore reads the auto-parallel context when a Cell is "
+    "created and when it compiles. set_auto_parallel_context is to be replaced by "
+    "mindspore.parallel.auto_parallel.AutoParallel(net, ...)."
+)
+
+
+def _parallel_entries() -> list[ContextKey]:
+    """The keys of ``set_auto_parallel_context`` that its docstring documents (MindSpore 2.10)."""
+
+    def K(name, kind, default, help, **more):  # noqa: N802 - reads like the ContextKey it makes
+        return ContextKey(name, kind, default, "parallel", help, api=_AP, notes=more.pop("notes", _AP_NOTE), **more)
+
+    return [
+        K(
+            "parallel_mode",
+            _PARALLEL_MODE,
+            "stand_alone",
+            "How the network is spread over the ranks: stand_alone (one device), data_parallel (each rank a "
+            "slice of the batch), hybrid_parallel (sharded by hand), semi_auto_parallel (by the shard "
+            "strategies set on operators) or auto_parallel (searched). PyNative runs only stand_alone and "
+            "data_parallel; CPU only data parallel.",
+        ),
+        K(
+            "device_num",
+            Integer(1),
+            1,
+            "How many devices (ranks) the job uses.",
+            notes="MindSpore's documents say 1 to 4096; it checks only that the number is positive. " + _AP_NOTE,
+        ),
+        K("global_rank", Integer(0, 4095), 0, "This process's rank in the job."),
+        K(
+            "gradients_mean",
+            Flag(),
+            False,
+            "Divide the gradients by the number of ranks after their AllReduce (not in stand_alone).",
+        ),
+        K(
+            "gradient_fp32_sync",
+            Flag(),
+            True,
+            "Run the AllReduce of gradients in float32 (auto_parallel and semi_auto_parallel only).",
+        ),
+        K(
+            "loss_repeated_mean",
+            Flag(),
+            True,
+            "Run the mean operator backwards when the calculation is repeated across ranks.",
+        ),
+        K(
+            "search_mode",
+            _SEARCH_MODE,
+            "recursive_programming",
+            "How auto_parallel searches shard strategies: "
+            "recursive_programming, sharding_propagation (from the operators given one) or dynamic_programming "
+            "(not recommended).",
+        ),
+        K(
+            "auto_parallel_search_mode",
+            _SEARCH_MODE,
+            "recursive_programming",
+            "The old name of search_mode, kept for compatibility.",
+            deprecated_in="≤2.7",
+            replacement="search_mode",
+        ),
+        K(
+            "parameter_broadcast",
+            Flag(),
+            False,
+            "Broadcast rank 0's parameters to every rank before training, so all start from the same values.",
+        ),
+        K(
+            "strategy_ckpt_load_file",
+            Text(path=True, clearable=True),
+            "",
+            "Where to load a parallel strategy checkpoint from.",
+            deprecated_in="≤2.7",
+            replacement="strategy_ckpt_config={'load_file': ...}",
+        ),
+        K(
+            "strategy_ckpt_save_file",
+            Text(path=True, clearable=True),
+            "",
+            "Where to save the parallel strategy checkpoint.",
+            deprecated_in="≤2.7",
+            replacement="strategy_ckpt_config={'save_file': ...}",
+        ),
+        K(
+            "full_batch",
+            Flag(),
+            False,
+            "Every rank loads the whole batch (auto_parallel).",
+            deprecated_in="≤2.7",
+            replacement="dataset_strategy='full_batch'",
+        ),
+        K(
+            "dataset_strategy",
+            DatasetStrategy(),
+            "data_parallel",
+            "How the dataset is sharded over the ranks: "
+            "data_parallel, full_batch, or a shard strategy per input such as ((2,1),(2,1)).",
+        ),
+        K(
+            "enable_parallel_optimizer",
+            Flag(),
+            False,
+            "Shard the weight update over the data-parallel ranks, to save time and memory.",
+        ),
+        K(
+            "force_fp32_communication",
+            Flag(),
+            False,
+            "Force reduce collectives (AllReduce, ReduceScatter) to communicate in float32.",
+        ),
+        K(
+            "enable_alltoall",
+            Flag(),
+            False,
+            "Let AllToAll be generated; off, AllGather, Split and Concat are used instead.",
+        ),
+        K(
+            "all_reduce_fusion_config",
+            IntegerList(),
+            [],
+            "Fuse the AllReduce of gradients at these parameter indices ([]: fusion off).",
+        ),
+        K("pipeline_stages", Integer(1), 1, "How many pipeline stages the ranks are divided into."),
+        K(
+            "pipeline_result_broadcast",
+            Flag(),
+            False,
+            "Broadcast the last stage's result to every stage in pipeline-parallel inference.",
+        ),
+        K(
+            "pipeline_config",
+            PipelineConfig(
+                {
+                    "pipeline_interleave": Flag(),
+                    "pipeline_scheduler": Choice(
+                        tuple(
+                            Option(name)
+                            for name in ("1f1b", "gpipe", "seqpipe", "seqvpp", "seqsmartvpp", "zero_bubble_v")
+                        )
+                    ),
+                },
+                "{'pipeline_interleave': True, 'pipeline_scheduler': 'gpipe'}",
+                required=("pipeline_interleave", "pipeline_scheduler"),
+            ),
+            {"pipeline_interleave": False, "pipeline_scheduler": "1f1b"},
+            "Pipeline parallelism: interleaved execution and the scheduler (1f1b, gpipe, seqpipe, seqvpp, "
+            "seqsmartvpp, zero_bubble_v).",
+            write_only=True,
+        ),
+        K(
+            "parallel_optimizer_config",
+            OptimizerConfig(
+                {
+                    "gradient_accumulation_shard": Flag(),
+                    "parallel_optimizer_threshold": Integer(0),
+                    "optimizer_weight_shard_size": Integer(1, extra=(-1,)),
+                    "optimizer_level": Choice((Option("level1"), Option("level2"), Option("level3"))),
+                },
+                "{'optimizer_level': 'level2'}",
+            ),
+            {},
+            "How the parallel optimizer shards (with enable_parallel_optimizer): optimizer_level, "
+            "parallel_optimizer_threshold (KB), optimizer_weight_shard_size.",
+            write_only=True,
+        ),
+        K(
+            "comm_fusion",
+            Table(
+                {"openstate": Flag(), "allreduce": _FUSION, "allgather": _FUSION, "reducescatter": _FUSION},
+                "{'allreduce': {'mode': 'size', 'config': 32}}",
+            ),
+            {
+                "openstate": True,
+                "allreduce": {"mode": "auto", "config": None},
+                "allgather": {"mode": "auto", "config": None},
+                "reducescatter": {"mode": "auto", "config": None},
+            },
+            "Fusion of collectives: openstate, and a mode (auto, size in MB, index) per AllReduce, AllGather "
+            "and ReduceScatter.",
+        ),
+        K(
+            "strategy_ckpt_config",
+            Table(
+                {
+                    "load_file": Text(path=True, clearable=True),
+                    "save_file": Text(path=True, clearable=True),
+                    "only_trainable_params": Flag(),
+                },
+                "{'save_file': './strategy.ckpt'}",
+            ),
+            {"load_file": "", "save_file": "", "only_trainable_params": True},
+            "Where to load and save the parallel strategy checkpoint (.json for JSON, else protobuf).",
+        ),
+        K(
+            "group_ckpt_save_file",
+            Text(path=True, clearable=True),
+            "",
+            "Where to save the parallel group checkpoint.",
+            write_only=True,
+        ),
+        K(
+            "auto_pipeline",
+            Flag(),
+            False,
+            "Choose the number of pipeline stages automatically, up to "
+            "pipeline_stages (auto_parallel with recursive_programming).",
+        ),
+        K("dump_local_norm", Flag(), False, "Dump each rank's local_norm (semi_auto_parallel, auto_parallel)."),
+        K("dump_local_norm_path", Text(path=True, clearable=True), "", "Where local_norm dumps go."),
+        K("dump_device_local_norm", Flag(), False, "Dump the device's local_norm (semi_auto_parallel, auto_parallel)."),
+    ]
 
 
 def _entries() -> list[ContextKey]:
@@ -1349,7 +1689,7 @@ def _entries() -> list[ContextKey]:
             documented_in=_R12 + _R0,
         ),
     ]
-    return keys
+    return keys + _parallel_entries()
 
 
 CATALOG: dict[str, ContextKey] = {key.name: key for key in _entries()}

@@ -442,6 +442,10 @@ def _plan(assignments: Mapping[str, Any], backend: _backend.Backend, scoped: boo
             )
         if key.freezes_on_read and scoped:
             raise NotApplicableError(f"{name} cannot be scoped to a cell: MindSpore fixes it once it is used.")
+        if key.write_only and scoped:
+            raise NotApplicableError(
+                f"{name} cannot be scoped to a cell: MindSpore cannot read it back, so it could not be put back."
+            )
         if name == "pynative_synchronize" and value is False and backend.launch_blocking():
             raise NotApplicableError(
                 "pynative_synchronize stays on: mindspore.runtime.launch_blocking() was called in this "
@@ -566,7 +570,21 @@ def apply(assignments: Mapping[str, Any], *, scoped: bool = False) -> ChangeRepo
         note = "" if key.applies_to(target) else f"no effect on {target}"
         changes.append(Change(key, old, _canonical(backend, key), note))
     notify()
-    return ChangeReport(tuple(changes))
+    return ChangeReport(tuple(changes), _late_parallel(backend, changes))
+
+
+def _late_parallel(backend: _backend.Backend, changes: list[Change]) -> tuple[str, ...]:
+    """The warning for auto-parallel keys changed while a network exists: MindSpore reads them
+    "before the network is initialized" (seed 000), so a network built earlier keeps the old ones."""
+    late = [change.key.name for change in changes if change.key.api != "set_context" and change.old != change.new]
+    cells = backend.network_built() if late else 0
+    if not cells:
+        return ()
+    return (
+        f"warning: {', '.join(late)} changed after {cells} {'Cell was' if cells == 1 else 'Cells were'} built; MindSpore "
+        "applies the auto-parallel context to networks built after it, so build the network again "
+        "(run its cell after this one).",
+    )
 
 
 def _copy(raw: Any) -> Any:
@@ -581,6 +599,7 @@ def snapshot() -> Snapshot:
     """Raw values of every key that can be put back (the device and frozen keys cannot)."""
     backend = _backend.get_backend()
     values = {name: raw for name, raw in backend.read_all().items() if name not in _DEVICE_KEYS}
+    values.update(backend.write_only())  # what msdebug wrote: MindSpore cannot say
     if _emulated(backend, "print_file_path"):
         values["print_file_path"] = _read(backend, "print_file_path")
     return Snapshot(values, backend.version, str(backend.device()), backend.launch_blocking())
@@ -597,12 +616,17 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
     """
     backend = _backend.get_backend()
     changes, failures = [], []
-    for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER))):
+    names = [
+        name
+        for name in sorted(snap, key=lambda n: _CATALOG_ORDER.get(n, len(_CATALOG_ORDER)))
+        if name not in _DEVICE_KEYS and backend.readable(name)
+    ]
+    # Read every key before writing any: some are one setting under two names (full_batch and
+    # dataset_strategy), and the report says what each was before the restore, not in between.
+    before = {name: _copy(_read(backend, name)) for name in names}
+    for name in names:
         raw = snap[name]
-        if name in _DEVICE_KEYS or not backend.readable(name):
-            continue
-        current = _read(backend, name)
-        if current == raw:
+        if (_read(backend, name) if changes or failures else before[name]) == raw:
             continue
         key = _key(name)
         try:
@@ -610,7 +634,15 @@ def restore(snap: Snapshot | Mapping[str, Any]) -> ChangeReport:
         except MsDebugError as error:
             failures.append(str(error))
             continue
-        changes.append(Change(key, key.kind.from_raw(current), key.kind.from_raw(raw)))
+        changes.append(Change(key, key.kind.from_raw(before[name]), key.kind.from_raw(raw)))
+    written = backend.write_only()
+    for name in [name for name in snap if name in written and snap[name] != written[name]]:
+        try:
+            backend.write(name, _copy(snap[name]))
+        except MsDebugError as error:
+            failures.append(str(error))
+            continue
+        changes.append(Change(CATALOG[name], written[name], snap[name]))
     if changes:
         notify()
     notes = []

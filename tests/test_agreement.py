@@ -109,6 +109,11 @@ DEPRECATED_VALUES = {
     "aoe_config": {"job_type": "1"},
     "aoe_job_type": "2",
     "infer_boost": "on",
+    # set_auto_parallel_context's
+    "auto_parallel_search_mode": "sharding_propagation",
+    "strategy_ckpt_load_file": "{tmp}/load.ckpt",
+    "strategy_ckpt_save_file": "{tmp}/save.ckpt",
+    "full_batch": True,
 }
 # The deprecated keys msdebug refuses here, and why (the words its one line must hold).
 DEPRECATED_REFUSED = {
@@ -172,7 +177,8 @@ def test_every_deprecated_key_is_set_through_msdebug_without_a_deprecation_line(
     for name, (_, why) in DEPRECATED_REFUSED.items():
         verdict, message = result["outcome"][name]
         assert verdict == "refused" and why in message, (name, message)
-    lines = [line for line in result["stderr"].splitlines() if "deprecated" in line or "will be removed" in line]
+    words = ("deprecated", "will be removed", "is currently replaced by")
+    lines = [line for line in result["stderr"].splitlines() if any(word in line for word in words)]
     assert lines == [], lines[:5]
 
 
@@ -514,3 +520,100 @@ def test_dump_configs_msdebug_refuses_and_mindspore_takes_are_not_written_as_ask
         [[config, verdict, mindspore, files]] = _run_dumps(tmp_path, _dump_configs(tmp_path / str(number), change))
         assert verdict != "accepted" and "\n" not in verdict, (config, mindspore, files[:2])
         assert mindspore == "ran" and _honoured(config, files) != "", (config, files[:2])
+
+
+# Values for set_auto_parallel_context: some MindSpore takes, some it refuses. msdebug must give the
+# same verdict, and where both take one, leave the same value behind.
+PARALLEL_TRIES = [
+    ("parallel_mode", "semi_auto_parallel"),
+    ("parallel_mode", "bogus"),
+    ("device_num", 0),
+    ("device_num", 4097),  # the documents say up to 4096; MindSpore checks only > 0
+    ("global_rank", 4095),
+    ("global_rank", 4096),
+    ("gradients_mean", True),
+    ("gradients_mean", "yes please"),
+    ("search_mode", "dynamic_programming"),
+    ("search_mode", "x"),
+    ("auto_parallel_search_mode", "sharding_propagation"),
+    ("pipeline_stages", 0),
+    ("pipeline_stages", 4),
+    ("pipeline_config", {"pipeline_interleave": True}),
+    ("pipeline_config", {"bogus": 1}),
+    ("pipeline_config", {"pipeline_interleave": True, "pipeline_scheduler": "gpipe"}),
+    ("pipeline_config", {"pipeline_interleave": False, "pipeline_scheduler": "gpipe"}),
+    ("pipeline_config", {"pipeline_interleave": True, "pipeline_scheduler": "nope"}),
+    ("parallel_optimizer_config", {"gradient_accumulation_shard": True}),
+    ("parallel_optimizer_config", {"gradient_accumulation_shard": True, "optimizer_level": "level1"}),
+    ("parallel_optimizer_config", {"optimizer_level": "level4"}),
+    ("parallel_optimizer_config", {"parallel_optimizer_threshold": -1}),
+    ("parallel_optimizer_config", {"optimizer_weight_shard_size": -1}),
+    ("parallel_optimizer_config", {"optimizer_weight_shard_size": 0}),
+    ("parallel_optimizer_config", {"bogus": 1}),
+    ("all_reduce_fusion_config", [10, 20]),
+    ("all_reduce_fusion_config", ["a"]),
+    ("dataset_strategy", "full_batch"),
+    ("dataset_strategy", ((1, 1),)),
+    ("dataset_strategy", "x"),
+    ("strategy_ckpt_load_file", "/tmp/x.ckpt"),
+    ("strategy_ckpt_load_file", 3),
+    ("comm_fusion", {"allreduce": {"mode": "size", "config": 32}}),
+    ("comm_fusion", {"bogus": {}}),
+    ("comm_fusion", {"allreduce": {"mode": "fast", "config": 32}}),
+    ("strategy_ckpt_config", {"save_file": "/tmp/s.ckpt"}),
+    ("strategy_ckpt_config", {"bogus": ""}),
+    ("strategy_ckpt_config", {"only_trainable_params": "no way"}),
+    ("dump_local_norm_path", "/tmp/norm"),
+    ("full_batch", True),
+    ("enable_alltoall", "sometimes"),
+    ("group_ckpt_save_file", "/tmp/g.ckpt"),
+    ("force_fp32_communication", True),
+    ("auto_pipeline", True),
+]
+# Where msdebug takes more than MindSpore, on purpose: what %mscontext types (text) and the tuple
+# any Python sequence could be. Each is turned into the form MindSpore takes.
+PARALLEL_LENIENT = [
+    ("device_num", "2"),
+    ("gradients_mean", "on"),
+    ("parallel_mode", "DATA_PARALLEL"),
+    ("all_reduce_fusion_config", (10, 20)),
+]
+
+
+def test_auto_parallel_keys_msdebug_refuses_what_mindspore_refuses_and_takes_what_it_takes():
+    result = _result(
+        f"""
+        import json, mindspore as ms, msdebug
+        from msdebug.errors import MsDebugError
+        from msdebug.backend import get_backend
+        backend = get_backend()
+        start = msdebug.snapshot()
+        def state():
+            return {{**backend.read_all(), **backend.write_only()}}
+        verdicts = []
+        for name, value in {PARALLEL_TRIES + PARALLEL_LENIENT!r}:
+            try:
+                ms.set_auto_parallel_context(**{{name: value}})
+                theirs = "took"
+            except (ValueError, TypeError, KeyError) as error:
+                theirs = "refused"
+            after = ms.get_auto_parallel_context(name) if backend.readable(name) else None
+            ms.reset_auto_parallel_context()
+            try:
+                msdebug.set(**{{name: value}})
+                ours, why = "took", ""
+            except MsDebugError as error:
+                ours, why = "refused", str(error)
+            same = ms.get_auto_parallel_context(name) == after if backend.readable(name) else True
+            msdebug.restore(start)
+            verdicts.append([name, repr(value), theirs, ours, why, same])
+        print(json.dumps({{"verdicts": verdicts}}))
+        """
+    )
+    disagree = [v[:4] for v in result["verdicts"] if v[2] != v[3]]
+    assert disagree == [[name, repr(value), "refused", "took"] for name, value in PARALLEL_LENIENT]
+    assert [v[:2] for v in result["verdicts"][: len(PARALLEL_TRIES)] if not v[5]] == []  # both took it: same value
+    refused = [v for v in result["verdicts"] if v[3] == "refused"]
+    assert len(refused) >= 20 and all("\n" not in v[4] and v[4].startswith(v[0]) for v in refused), refused
+    # refused before MindSpore saw them (msdebug's own words), not with MindSpore's error passed on
+    assert [v[:2] for v in refused if "MindSpore refused" in v[4]] == []

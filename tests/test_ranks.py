@@ -211,6 +211,20 @@ def test_the_status_bar_shows_the_ranks_and_which_are_busy(ranks):
         front._request("comm_close", {"comm_id": front.comm_id, "data": {}})
 
 
+def test_the_auto_parallel_context_is_set_per_rank(ranks):
+    status, outputs = ranks.run("%%msrun --ranks 1\n%mscontext parallel_mode=data_parallel gradients_mean=on")
+    assert status == "ok", outputs
+    assert "[rank 1] parallel_mode: stand_alone → data_parallel" in text_of(outputs, "stream", "stdout")
+    try:
+        status, outputs = ranks.run(
+            "%%msrun\nprint(ms.get_auto_parallel_context('parallel_mode'), ms.get_auto_parallel_context('gradients_mean'))"
+        )
+        lines = sorted(text_of(outputs, "stream", "stdout").splitlines())
+        assert lines == ["[rank 0] stand_alone False", "[rank 1] data_parallel True"], outputs
+    finally:
+        ranks.run("%%msrun --ranks 1\n%mscontext parallel_mode=stand_alone gradients_mean=off")
+
+
 def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
     markers = [f"{ranks.cwd}/loop-{rank}" for rank in (0, 1)]
     msg_id = ranks.client.execute(

@@ -64,7 +64,7 @@ class _DropDeprecations(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return "deprecated" not in message and "will be removed" not in message
+        return not any(words in message for words in ("deprecated", "will be removed", "is currently replaced by"))
 
 
 class Backend:
@@ -110,19 +110,50 @@ class Backend:
         # Values msdebug wrote for keys it must not read back (reading would freeze them).
         self.written: dict[str, Any] = {}
         self.pristine: dict[str, Any] | None = None
+        # set_auto_parallel_context's keys that msdebug describes, where this MindSpore has them;
+        # those that get_auto_parallel_context refuses are written only.
+        setters, getters = _auto_parallel_maps()
+        described = [name for name, key in CATALOG.items() if key.api == "set_auto_parallel_context"]
+        self._parallel = tuple(name for name in described if name in setters)
+        self._parallel_readable = frozenset(
+            name for name in self._parallel if name in getters and not CATALOG[name].write_only
+        )
+        self._parallel_getters = {
+            name: getters[name] for name in (*self._parallel_readable, *_PARALLEL_ALIASES.values())
+        }
+        self._write_only_defaults = {
+            name: CATALOG[name].default for name in self._parallel if name not in self._parallel_readable
+        }
 
     # ----------------------------------------------------------------- reading
 
     def live_keys(self) -> tuple[str, ...]:
-        """Every key the installed ``set_context`` accepts, in a stable order."""
-        names = dict.fromkeys([*self._params, *self._setters, *self._attributes])
+        """Every key the installed ``set_context`` accepts, in a stable order, then the
+        ``set_auto_parallel_context`` keys msdebug describes."""
+        names = dict.fromkeys([*self._params, *self._setters, *self._attributes, *self._parallel])
         return tuple(names)
 
     def readable(self, name: str) -> bool:
         """Whether :meth:`read` can report ``name`` without side effects."""
-        return name == "device_id" or (
-            name not in self._frozen_by_reading and (name in self._params or name in self._attributes)
+        return (
+            name == "device_id"
+            or name in self._parallel_readable
+            or (name not in self._frozen_by_reading and (name in self._params or name in self._attributes))
         )
+
+    def write_only(self) -> dict[str, Any]:
+        """The auto-parallel keys MindSpore cannot read back, as msdebug last wrote them (else
+        their start-up values)."""
+        # Their values are flat dicts and strings: a shallow copy keeps the caller's apart.
+        return {
+            name: dict(value) if isinstance(value, dict) else value
+            for name, default in self._write_only_defaults.items()
+            for value in (self.written.get(name, default),)
+        }
+
+    def network_built(self) -> int:
+        """How many Cells (networks and their layers) live in this process now."""
+        return int(getattr(self.ms.nn.Cell, "total_instance_count", 0))
 
     def read(self, name: str) -> Any:
         """The raw value of ``name``, as ``get_context`` would return it.
@@ -134,6 +165,12 @@ class Backend:
             return self._devices.get_device_id()
         if name in self._frozen_by_reading:
             raise KeyError(f"{name} is never read: reading it would freeze it")
+        if name in self._parallel:
+            if name not in self._parallel_readable:
+                raise KeyError(f"{name} cannot be read: get_auto_parallel_context refuses it")
+            # One value under two names; reading the old one logs a line every time. Each read
+            # builds its dicts and lists afresh.
+            return self._parallel_getters[_PARALLEL_ALIASES.get(name, name)]()
         if name in self._attributes:
             return getattr(self._ctx, name)
         return self._handle.get_param(self._params[name])
@@ -141,11 +178,11 @@ class Backend:
     def read_all(self) -> dict[str, Any]:
         """Raw values of every readable live key; dict values are copies, not MindSpore's own."""
         return {
-            name: copy.deepcopy(value) if isinstance(value, dict) else value
+            name: copy.deepcopy(value) if isinstance(value, dict) and name not in self._parallel else value
             for name in self.live_keys()
             if self.readable(name)
             for value in (self.read(name),)
-        }
+        }  # (the auto-parallel getters build their dicts afresh on every read)
 
     def device(self) -> DeviceState:
         """The current device and whether it can still change."""
@@ -186,11 +223,34 @@ class Backend:
                 self._write(name, value)
         except _MINDSPORE_ERRORS as error:
             raise _translate(name, value, error) from None
-        if name in self._frozen_by_reading:
+        if name in self._frozen_by_reading or (name in self._parallel and name not in self._parallel_readable):
             self.written[name] = value
 
+    def _write_parallel(self, name: str, raw: Any) -> None:
+        if isinstance(raw, list) and name == "dataset_strategy":
+            raw = tuple(tuple(row) for row in raw)  # read back as lists, set as tuples
+        if raw == [] and name == "all_reduce_fusion_config":
+            self._clear_parallel(name)  # MindSpore refuses [] ("can not be empty")
+            return
+        self.ms.set_auto_parallel_context(**{name: raw})
+
+    def _clear_parallel(self, name: str) -> None:
+        """Put ``name`` back to its start-up value where set_auto_parallel_context cannot: reset
+        the whole auto-parallel context, then put every other key back as it was."""
+        others = [other for other in self._parallel_readable if other != name and other not in _PARALLEL_ALIASES]
+        kept = {other: self.read(other) for other in others}
+        self.ms.reset_auto_parallel_context()
+        for other, raw in kept.items():
+            if self.read(other) != raw:
+                self._write_parallel(other, raw)
+        for other, value in self.written.items():
+            if other in self._parallel and other != name:
+                self.ms.set_auto_parallel_context(**{other: value})
+
     def _write(self, name: str, value: Any) -> None:
-        if not self._direct:
+        if name in self._parallel:
+            self._write_parallel(name, value)
+        elif not self._direct:
             self.ms.set_context(**{name: value})
         elif name in self._setters:
             self._setters[name](self._ctx, value)
@@ -211,7 +271,10 @@ class Backend:
         (``jit_level``, ``infer_boost``, ...) and are restored as their own params.
         """
         try:
-            if name == "mode":
+            if name in self._parallel:
+                with self.quiet():
+                    self._write_parallel(name, raw)
+            elif name == "mode":
                 self._ctx.set_mode(raw)
             elif name == "deterministic":
                 # Its setter also sets or clears HCCL_DETERMINISTIC / TE_PARALLEL_COMPILER.
@@ -249,7 +312,22 @@ class Backend:
             logger.removeFilter(drop)
 
 
-_MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError)
+_MINDSPORE_ERRORS = (ValueError, TypeError, RuntimeError, OSError, KeyError)
+
+# auto_parallel_search_mode is search_mode's old name: MindSpore keeps one value for both.
+_PARALLEL_ALIASES = {"auto_parallel_search_mode": "search_mode"}
+
+
+def _auto_parallel_maps() -> tuple[dict, dict]:
+    """The keys ``set_auto_parallel_context`` and ``get_auto_parallel_context`` accept here."""
+    try:
+        from mindspore.parallel import _auto_parallel_context as apc
+    except ImportError:  # pragma: no cover - every 2.x has it
+        return {}, {}
+    return (
+        dict(getattr(apc, "_set_auto_parallel_context_func_map", {})),
+        dict(getattr(apc, "_get_auto_parallel_context_func_map", {})),
+    )
 
 
 def _translate(name: str, value: Any, error: Exception) -> Exception:
