@@ -225,6 +225,17 @@ def test_the_auto_parallel_context_is_set_per_rank(ranks):
         ranks.run("%%msrun --ranks 1\n%mscontext parallel_mode=stand_alone gradients_mean=off")
 
 
+def test_msnan_finds_the_first_nan_on_the_rank_that_made_it(ranks):
+    status, outputs = ranks.run(
+        "%%msrun\n%%msnan\nroot = ops.sqrt(ms.Tensor(np.full(2, get_rank() - 1.0, np.float32)))"
+    )
+    assert status == "ok", outputs
+    text = text_of(outputs, "stream", "stdout")
+    mine = {rank: [line for line in text.splitlines() if line.startswith(f"[rank {rank}] ")] for rank in (0, 1)}
+    assert any("NaN" in line and "Sqrt" in line for line in mine[0]), text  # sqrt(-1) on rank 0
+    assert not any("NaN" in line for line in mine[1]), text  # sqrt(0) on rank 1
+
+
 def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
     markers = [f"{ranks.cwd}/loop-{rank}" for rank in (0, 1)]
     msg_id = ranks.client.execute(
