@@ -5,7 +5,7 @@ waits for each worker's connection file (an event: the file appears complete), a
 ``jupyter_client`` client per rank. :meth:`Pool.execute` sends a cell to the ranks, hands each
 output to a callback as it arrives, rank by rank, in order, and returns a :class:`CellRun`: how
 each rank ended, and which failed first. No IPython here: the magic
-(:mod:`msdebug.ipython.magics.msrun`) drives it.
+(:mod:`msdebug.ipython.magics.ranks`) drives it.
 
 It waits on events only: one poll over every rank's iopub socket and a pidfd per rank (a
 rank that dies wakes it at once), with the hang watch's deadline as the only timeout.
@@ -159,18 +159,19 @@ class Pool:
         self._pidfds: dict[int, int] = {}
         self._offset = 0
 
+    @property
+    def ranks(self) -> list[int]:
+        """This host's ranks."""
+        return list(range(self.first, self.first + self.workers))
+
     def _idle(self, rank: int) -> None:
+        """``rank`` ended the cell it ran (or died): no longer busy."""
         if self.busy.pop(rank, None) is not None:
             self._busy_changed()
 
     def _busy_changed(self) -> None:
         if self.on_busy is not None:
             self.on_busy(sorted(self.busy))
-
-    @property
-    def ranks(self) -> list[int]:
-        """This host's ranks."""
-        return list(range(self.first, self.first + self.workers))
 
     def msrun_command(self) -> list[str]:
         """The msrun command line that starts the job."""
