@@ -43,6 +43,7 @@ OutputFn = Callable[[int, str, object], None]
 _LOG_LINES = 12  # of a dead rank's worker_<rank>.log
 _LOG_TAIL_BYTES = 64 << 10
 _REPLY_S = 10.0  # for a rank's execute reply once its cell is idle (it is sent just before)
+_ASK_AGAIN_S = 0.5  # a rank's first answers can be lost while its iopub subscription takes hold
 
 
 class RanksBusyError(MsDebugError):
@@ -214,6 +215,7 @@ class Pool:
         try:
             for rank in self.ranks:
                 self.clients[rank] = self._connect(rank, deadline)
+            self._ready(deadline)
         except BaseException:
             self.stop()
             raise
@@ -237,13 +239,49 @@ class Pool:
         client = BlockingKernelClient()
         client.load_connection_info(info)
         client.start_channels()
-        client.wait_for_ready(timeout=max(deadline - time.monotonic(), 1))
         self.pids[rank] = int((self.dir / f"rank{rank}.pid").read_text(encoding="ascii"))
         try:
             self._pidfds[rank] = os.pidfd_open(self.pids[rank])
         except OSError:  # it died right after its first answer: the poll finds it dead
             pass
         return client
+
+    def _ready(self, deadline: float) -> None:
+        """Wait until every rank has answered a ``kernel_info`` request over iopub (the idle
+        status it publishes for it reaches this client, so its output will too): one poll over
+        all ranks at once, instead of jupyter_client's ``wait_for_ready`` rank after rank, which
+        also waits 0.2 s of silence on iopub each time. A status published before this client's
+        subscription took hold is lost (ZeroMQ's slow joiner), so a rank that has not answered
+        within ``_ASK_AGAIN_S`` is asked again."""
+        asked = {rank: {client.kernel_info()} for rank, client in self.clients.items()}
+        poller, sockets, pidfds = self._poller(asked)
+        last = time.monotonic()
+        while asked:
+            now = time.monotonic()
+            if now > deadline:
+                rank = min(asked)
+                raise MsDebugError(f"rank {rank} did not answer in time; its log ends:\n{self.log_tail(rank)}")
+            for key in _poll(poller, max(0.0, min(last + _ASK_AGAIN_S, deadline) - now) * 1000):
+                if key in pidfds:
+                    rank = pidfds[key]
+                    ended = self.exit_of(role_name(rank)) or "ended"
+                    raise MsDebugError(
+                        f"rank {rank} ended while starting ({ended}); its log ends:\n{self.log_tail(rank)}"
+                    )
+                rank = sockets[key]
+                while rank in asked:
+                    try:
+                        msg = self.clients[rank].get_iopub_msg(timeout=0)
+                    except queue.Empty:
+                        break
+                    idle = msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+                    if idle and msg["parent_header"].get("msg_id") in asked[rank]:
+                        del asked[rank]
+                        poller.unregister(key)
+            if asked and time.monotonic() - last >= _ASK_AGAIN_S:
+                for rank, ids in asked.items():
+                    ids.add(self.clients[rank].kernel_info())
+                last = time.monotonic()
 
     @staticmethod
     def _read_connection(path: Path) -> dict | None:
