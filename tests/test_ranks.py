@@ -288,13 +288,19 @@ def test_bad_input_is_one_line(ranks, line, expected):
     assert expected in error and "\n" not in error, error
 
 
+def _started_job(kernel: Kernel) -> set[int]:
+    """Start 2 ranks in ``kernel``; the processes of their job."""
+    status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
+    assert status == "ok", outputs
+    ours = _job(kernel)
+    assert len(ours) >= 6  # the scheduler and two workers, each a supervisor and its process
+    return ours
+
+
 def test_ranks_end_within_seconds_of_a_killed_kernel():
     kernel = Kernel()
     try:
-        status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
-        assert status == "ok", outputs
-        ours = _job(kernel)
-        assert len(ours) >= 6  # the scheduler and two workers, each a supervisor and its process
+        ours = _started_job(kernel)
         os.kill(kernel.manager.provisioner.process.pid, signal.SIGKILL)
         assert _wait_gone(ours, 5), f"still running 5 s after the kernel was killed: {ours}"
     finally:
@@ -304,10 +310,7 @@ def test_ranks_end_within_seconds_of_a_killed_kernel():
 def test_ranks_end_within_seconds_of_a_kernel_shutdown():
     kernel = Kernel()
     try:
-        status, outputs = kernel.run("%load_ext msdebug\n%msrun start -n 2", timeout=300)
-        assert status == "ok", outputs
-        ours = _job(kernel)
-        assert len(ours) >= 6
+        ours = _started_job(kernel)
         kernel.client.shutdown()
         assert _wait_gone(ours, 5), f"still running 5 s after the kernel shut down: {ours}"
     finally:

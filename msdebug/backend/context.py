@@ -223,7 +223,7 @@ class Backend:
                 self._write(name, value)
         except _MINDSPORE_ERRORS as error:
             raise _translate(name, value, error) from None
-        if name in self._frozen_by_reading or (name in self._parallel and name not in self._parallel_readable):
+        if name in self._frozen_by_reading or name in self._write_only_defaults:
             self.written[name] = value
 
     def _write_parallel(self, name: str, raw: Any) -> None:
