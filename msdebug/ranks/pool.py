@@ -43,6 +43,8 @@ OutputFn = Callable[[int, str, object], None]
 _LOG_LINES = 12  # of a dead rank's worker_<rank>.log
 _LOG_TAIL_BYTES = 64 << 10
 _REPLY_S = 10.0  # for a rank's execute reply once its cell is idle (it is sent just before)
+#: The range of seconds between a rank's heartbeats (MindSpore's default: 3 to 5), unless set.
+_HEARTBEAT = ("MS_RETRY_INTERVAL_LOWER", "MS_RETRY_INTERVAL_UPPER")
 _ASK_AGAIN_S = 0.5  # a rank's first answers can be lost while its iopub subscription takes hold
 
 
@@ -195,16 +197,25 @@ class Pool:
         return [*command, worker.__file__, str(self.dir)]
 
     # -- life cycle
-    def start(self, timeout: float = 180.0) -> None:
-        """Start msrun and connect to every rank; raises with msrun's own words when it fails."""
+    def environment(self) -> dict[str, str]:
+        """The environment msrun and the ranks start with: this one, adjusted."""
         env = dict(os.environ)
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # msrun starts `python`
         env["MSDEBUG_PARENT"] = f"{os.getpid()}:{_start_time(os.getpid())}"
         env.pop("PYTEST_CURRENT_TEST", None)  # ipykernel would not capture the ranks' C-level output
+        if not any(name in env for name in _HEARTBEAT):
+            # init() returns at a rank's first heartbeat after the cluster is complete: by
+            # MindSpore's default every 3 to 5 s, for the few ranks of a notebook every second.
+            env.update(dict.fromkeys(_HEARTBEAT, "1"))
         for name in [name for name in env if name.startswith("JPY_")]:
             # This kernel's own: a worker kernel that inherits JPY_PARENT_PID ends as soon as msrun
             # (its parent, which returns at once with --join=False) is gone.
             del env[name]
+        return env
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Start msrun and connect to every rank; raises with msrun's own words when it fails."""
+        env = self.environment()
         log = open(self.dir / "msrun.log", "xb")  # noqa: SIM115 - msrun writes into it while it runs
         with log:
             self.process = subprocess.Popen(
