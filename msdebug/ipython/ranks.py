@@ -36,9 +36,11 @@ def serve_rank(pool: str, rank: str) -> int:
 
     with open(os.path.join(pool, f"rank{rank}.pid"), "x", encoding="ascii") as handle:
         handle.write(str(os.getpid()))
-    app = IPKernelApp.instance()
+    app = IPKernelApp.instance(kernel_class=_rank_kernel())
     app.initialize(
         [
+            # C-level output goes through wurlitzer for each cell instead (see _rank_kernel).
+            "--IPKernelApp.capture_fd_output=False",
             "-f",
             os.path.join(pool, f"rank{rank}.json"),
             # msdebug's log level before MindSpore's first import: cluster building logs ~30
@@ -54,6 +56,49 @@ def serve_rank(pool: str, rank: str) -> int:
     )
     app.start()
     return 0
+
+
+def _rank_kernel():
+    """ipykernel's kernel, with each request's C-level output (fd 1 and 2) in its own output.
+
+    ipykernel's own fd capture forwards the pipe from a thread that may still be behind when
+    the reply goes: the last lines a cell wrote in C arrived after the cell had ended, where
+    the pool no longer reads them. Here wurlitzer forwards fd 1 and 2 to ``sys.stdout`` and
+    ``sys.stderr`` for the request, and its exit reads the pipes empty before the reply.
+    Between requests C-level output goes to the rank's log, as msrun set it up.
+    """
+    import inspect
+
+    from ipykernel.ipkernel import IPythonKernel
+
+    from .. import interrupts
+
+    class RankKernel(IPythonKernel):
+        _c_output = None
+
+        @interrupts.protected
+        def _forward_c_output(self) -> None:
+            import wurlitzer
+
+            pipes = wurlitzer.sys_pipes()
+            pipes.__enter__()
+            self._c_output = pipes
+
+        @interrupts.protected
+        def _stop_forwarding(self) -> None:
+            pipes, self._c_output = self._c_output, None
+            if pipes is not None:
+                pipes.__exit__(None, None, None)
+
+        async def do_execute(self, *args, **kwargs):
+            try:
+                self._forward_c_output()
+                reply = super().do_execute(*args, **kwargs)
+                return (await reply) if inspect.isawaitable(reply) else reply
+            finally:
+                self._stop_forwarding()
+
+    return RankKernel
 
 
 def _from_a_notebook_front_end(shell) -> bool:
