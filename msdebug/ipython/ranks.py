@@ -39,7 +39,7 @@ def serve_rank(pool: str, rank: str) -> int:
     app = IPKernelApp.instance(kernel_class=_rank_kernel())
     app.initialize(
         [
-            # C-level output goes through wurlitzer for each cell instead (see _rank_kernel).
+            # C-level output is forwarded by msdebug instead (see _rank_kernel).
             "--IPKernelApp.capture_fd_output=False",
             "-f",
             os.path.join(pool, f"rank{rank}.json"),
@@ -59,44 +59,25 @@ def serve_rank(pool: str, rank: str) -> int:
 
 
 def _rank_kernel():
-    """ipykernel's kernel, with each request's C-level output (fd 1 and 2) in its own output.
-
-    ipykernel's own fd capture forwards the pipe from a thread that may still be behind when
-    the reply goes: the last lines a cell wrote in C arrived after the cell had ended, where
-    the pool no longer reads them. Here wurlitzer forwards fd 1 and 2 to ``sys.stdout`` and
-    ``sys.stderr`` for the request, and its exit reads the pipes empty before the reply.
-    Between requests C-level output goes to the rank's log, as msrun set it up.
-    """
+    """ipykernel's kernel, whose requests end with their C-level output in them (see
+    :mod:`msdebug.ranks.coutput`, which replaces ipykernel's fd capture here)."""
     import inspect
 
     from ipykernel.ipkernel import IPythonKernel
 
-    from .. import interrupts
+    from ..ranks.coutput import COutput
 
     class RankKernel(IPythonKernel):
-        _c_output = None
-
-        @interrupts.protected
-        def _forward_c_output(self) -> None:
-            import wurlitzer
-
-            pipes = wurlitzer.sys_pipes()
-            pipes.__enter__()
-            self._c_output = pipes
-
-        @interrupts.protected
-        def _stop_forwarding(self) -> None:
-            pipes, self._c_output = self._c_output, None
-            if pipes is not None:
-                pipes.__exit__(None, None, None)
+        def __init__(self, **kwargs) -> None:
+            super().__init__(**kwargs)
+            self._c_output = COutput()
 
         async def do_execute(self, *args, **kwargs):
             try:
-                self._forward_c_output()
                 reply = super().do_execute(*args, **kwargs)
                 return (await reply) if inspect.isawaitable(reply) else reply
             finally:
-                self._stop_forwarding()
+                self._c_output.drain()
 
     return RankKernel
 
