@@ -202,7 +202,6 @@ class Pool:
         env = dict(os.environ)
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # msrun starts `python`
         env["MSDEBUG_PARENT"] = f"{os.getpid()}:{_start_time(os.getpid())}"
-        env.pop("PYTEST_CURRENT_TEST", None)  # ipykernel would not capture the ranks' C-level output
         if not any(name in env for name in _HEARTBEAT):
             # init() returns at a rank's first heartbeat after the cluster is complete: by
             # MindSpore's default every 3 to 5 s, for the few ranks of a notebook every second.
