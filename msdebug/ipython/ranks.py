@@ -61,8 +61,6 @@ def serve_rank(pool: str, rank: str) -> int:
 def _rank_kernel():
     """ipykernel's kernel, whose requests end with their C-level output in them (see
     :mod:`msdebug.ranks.coutput`, which replaces ipykernel's fd capture here)."""
-    import inspect
-
     from ipykernel.ipkernel import IPythonKernel
 
     from ..ranks.coutput import COutput
@@ -74,8 +72,7 @@ def _rank_kernel():
 
         async def do_execute(self, *args, **kwargs):
             try:
-                reply = super().do_execute(*args, **kwargs)
-                return (await reply) if inspect.isawaitable(reply) else reply
+                return await super().do_execute(*args, **kwargs)  # a coroutine in ipykernel >= 6
             finally:
                 self._c_output.drain()
 
