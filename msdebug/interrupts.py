@@ -16,6 +16,17 @@ queue) lets it through at once, and the protected code around it then finishes i
 (a scoped cell, a capture) and removed by the matching :func:`let_go`; elsewhere it hands the
 signal to the handler it replaced. Only the main thread receives signals, so from other
 threads all of this does nothing.
+
+An interrupt raised inside a special method that C code called may never reach Python:
+``PyObject_HasAttr`` and pybind11's ``hasattr`` and ``getattr`` with a default clear any
+error of ``__getattr__`` or ``__getattribute__``, and a finalizer's error is only printed.
+MindSpore's C++ reads a Cell's attributes that way at every GRAPH call
+(``get_args_for_run``), so a Ctrl-C handled there was lost and the cell ran on. While such a
+method is on the stack the handler raises nothing; a profile function (``sys.setprofile``,
+this thread only) raises the interrupt at the first call or return in one of the frames that
+were below that method, that is once the C code has returned (where protected code runs
+there, the interrupt waits for it). Asking for the signal again would not do: the handler
+would run again at once, inside itself; and C code may call other Python functions first.
 """
 
 from __future__ import annotations
@@ -41,6 +52,10 @@ _holds = 0  # how many hold() are open; the handler is installed while it is abo
 _previous: Any = None  # the handler ours replaced
 _pending = False  # an interrupt arrived while protected; raised when the protected code ends
 deferred = 0  # interrupts that waited for protected code, since the process started (tests count them)
+passed_on = 0  # interrupts raised outside a special method C code called, not in it (tests count them)
+# Special methods whose errors C code may clear (see above): an interrupt waits until none runs.
+_CLEARED_BY_C = frozenset({"__getattr__", "__getattribute__", "__del__"})
+_below: list[FrameType] = []  # where _outside raises: the frames below the special method
 _keepers: list[Callable[[bool], None]] = []  # told True at the first hold(), False after the last let_go()
 
 
@@ -51,6 +66,8 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         deferred += 1
         return
     _pending = False  # one that waited is answered by this one: it is raised now, not later again
+    if _raise_outside(frame):
+        return
     previous = _previous
     if callable(previous):
         previous(signum, frame)
@@ -67,6 +84,48 @@ def _protecting(frame: FrameType | None) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _raise_outside(frame: FrameType | None) -> bool:
+    """When a special method whose errors C code may clear is on the stack, have
+    :func:`_outside` raise the interrupt in a frame below it, and return True. False when none
+    is, none is below it, or another profile function is in use: the interrupt is raised here."""
+    global passed_on
+    below: list[FrameType] = []
+    special = False
+    while frame is not None:
+        if frame.f_code.co_name in _CLEARED_BY_C:
+            special = True
+            below.clear()  # only the frames below the outermost one
+        else:
+            below.append(frame)
+        frame = frame.f_back
+    if not special:
+        return False
+    current = sys.getprofile()
+    if current is _outside:
+        return True  # one is owed already: this one is the same Ctrl-C
+    if current is not None or not below:
+        return False
+    passed_on += 1
+    _below[:] = below
+    sys.setprofile(_outside)
+    return True
+
+
+def _outside(frame: FrameType, event: str, arg: Any) -> None:
+    """The profile function of :func:`_raise_outside`: at the first call or return in a frame
+    below the special method, it goes, and the interrupt is raised there, or waits for the
+    protected code it came in."""
+    global _pending, deferred
+    if not any(frame is below for below in _below):
+        return
+    sys.setprofile(None)
+    _below.clear()
+    if not _protecting(frame):
+        raise KeyboardInterrupt
+    _pending = True  # raised by the protected call's end
+    deferred += 1
 
 
 def _main_thread() -> bool:
@@ -152,6 +211,8 @@ def _deliver(caller: FrameType | None) -> None:
     global _pending
     if _pending and _main_thread() and not _protecting(caller):
         _pending = False
+        if _raise_outside(caller):
+            return
         raise KeyboardInterrupt
 
 

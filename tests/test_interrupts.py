@@ -568,6 +568,40 @@ def test_the_handler_is_removed_after_each_protected_call():
     assert result["same"], result
 
 
+def test_an_interrupt_inside_a_special_method_that_c_code_called_is_raised_after_it():
+    # C code may clear what a special method it called raised: a finalizer's error is only
+    # printed ("Exception ignored in ..."), as PyObject_HasAttr and pybind11's hasattr clear
+    # the errors of __getattr__ (MindSpore's C++ reads a Cell's attributes so at every GRAPH
+    # call). A Ctrl-C handled in there was lost; now it is raised at the first check outside.
+    result = _run(
+        """
+        import os, signal, sys
+        from msdebug import interrupts
+
+        class Finalized:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                len("handled here, at the check after this call")
+
+        interrupts.hold()
+        raised_in = None
+        try:
+            thing = Finalized()
+            del thing  # runs __del__ from C
+            len("the first check outside")
+        except KeyboardInterrupt as error:
+            tb, frames = error.__traceback__, []
+            while tb is not None:
+                frames.append(tb.tb_frame.f_code)
+                tb = tb.tb_next
+            raised_in = [code.co_name for code in frames if code.co_filename != interrupts.__file__][-1]
+        interrupts.let_go()
+        report({"raised_in": raised_in, "passed_on": interrupts.passed_on})
+        """
+    )
+    assert result == {"raised_in": "<module>", "passed_on": 1}, result
+
+
 def test_a_thread_may_use_a_scope_too():
     result = _run(
         """
