@@ -27,10 +27,18 @@ this thread only) raises the interrupt at the first call or return in one of the
 were below that method, that is once the C code has returned (where protected code runs
 there, the interrupt waits for it). Asking for the signal again would not do: the handler
 would run again at once, inside itself; and C code may call other Python functions first.
+
+C code may clear the error of any Python function it calls, not only of special methods:
+MindSpore's ``get_args_for_run`` also calls the ``has_init`` property of its input tensors. So
+an interrupt raised anywhere is watched (:func:`_watching`, the same kind of profile function)
+until it reaches a frame below the one it was raised in. If the first of those frames to run
+again has not seen it, and Python code has not handled it (an ``except`` in the frame itself),
+C code in between cleared it, and it is raised again there.
 """
 
 from __future__ import annotations
 
+import dis
 import functools
 import signal
 import sys
@@ -55,7 +63,13 @@ deferred = 0  # interrupts that waited for protected code, since the process sta
 passed_on = 0  # interrupts raised outside a special method C code called, not in it (tests count them)
 # Special methods whose errors C code may clear (see above): an interrupt waits until none runs.
 _CLEARED_BY_C = frozenset({"__getattr__", "__getattribute__", "__del__"})
-_below: list[FrameType] = []  # where _outside raises: the frames below the special method
+_below: list[FrameType] = []  # where _outside raises, or _watching looks: the frames below
+_below_ids: set[int] = set()
+_raised: BaseException | None = None  # the interrupt _watching follows, and the frame it was raised in
+_raised_in: FrameType | None = None
+raised_again = 0  # interrupts that C code cleared and _watching raised again (tests count them)
+# A frame's last instruction when it returns or yields (not when an exception leaves it).
+_RETURNS = frozenset(dis.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE") if name in dis.opmap)
 _keepers: list[Callable[[bool], None]] = []  # told True at the first hold(), False after the last let_go()
 
 
@@ -69,10 +83,14 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _raise_outside(frame):
         return
     previous = _previous
-    if callable(previous):
-        previous(signum, frame)
-        return
-    raise KeyboardInterrupt
+    try:
+        if callable(previous):
+            previous(signum, frame)
+            return
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        _watch(interrupt, frame)
+        raise
 
 
 def _protecting(frame: FrameType | None) -> bool:
@@ -108,9 +126,15 @@ def _raise_outside(frame: FrameType | None) -> bool:
     if current is not None or not below:
         return False
     passed_on += 1
-    _below[:] = below
+    _set_below(below)
     sys.setprofile(_outside)
     return True
+
+
+def _set_below(below: list[FrameType]) -> None:
+    _below[:] = below
+    _below_ids.clear()
+    _below_ids.update(map(id, below))
 
 
 def _outside(frame: FrameType, event: str, arg: Any) -> None:
@@ -118,14 +142,71 @@ def _outside(frame: FrameType, event: str, arg: Any) -> None:
     below the special method, it goes, and the interrupt is raised there, or waits for the
     protected code it came in."""
     global _pending, deferred
-    if not any(frame is below for below in _below):
+    if id(frame) not in _below_ids:
         return
-    sys.setprofile(None)
-    _below.clear()
+    _stop()
     if not _protecting(frame):
         raise KeyboardInterrupt
     _pending = True  # raised by the protected call's end
     deferred += 1
+
+
+def _watch(interrupt: BaseException, frame: FrameType | None) -> None:
+    """Follow ``interrupt``, just raised in ``frame``, with :func:`_watching` (not where
+    another profile function is in use, or no frame is below)."""
+    global _raised, _raised_in
+    if frame is None or frame.f_back is None or sys.getprofile() not in (None, _watching):
+        return
+    below = []
+    outer = frame.f_back
+    while outer is not None:
+        below.append(outer)
+        outer = outer.f_back
+    _raised, _raised_in = interrupt, frame
+    _set_below(below)
+    sys.setprofile(_watching)
+
+
+def _returns(frame: FrameType) -> bool:
+    """Whether ``frame`` returns or yields (rather than an exception leaving it)."""
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] in _RETURNS
+
+
+def _watching(frame: FrameType, event: str, arg: Any) -> None:
+    """The profile function of :func:`_watch`: stops once Python code has the interrupt;
+    raises it again in a frame below where it was raised when C code in between cleared it."""
+    global _pending, deferred, raised_again
+    interrupt = _raised
+    if frame is _raised_in or (event == "call" and frame.f_back is _raised_in):
+        # The frame it was raised in returns, or runs on: in an except or finally block for it
+        # (go on watching), or after Python code handled it.
+        if (event == "return" and _returns(frame)) or (event != "return" and sys.exc_info()[1] is not interrupt):
+            _stop()
+        return
+    if id(frame) not in _below_ids:
+        return
+    _stop()
+    reached = sys.exc_info()[1] is interrupt
+    trace = interrupt.__traceback__ if interrupt is not None else None
+    while trace is not None and not reached:
+        reached = trace.tb_frame is frame
+        trace = trace.tb_next
+    if reached:
+        return
+    raised_again += 1  # it never came here: the C code between cleared it
+    if not _protecting(frame):
+        raise KeyboardInterrupt
+    _pending = True
+    deferred += 1
+
+
+def _stop() -> None:
+    global _raised, _raised_in
+    sys.setprofile(None)
+    _below.clear()
+    _below_ids.clear()
+    _raised = _raised_in = None
 
 
 def _main_thread() -> bool:
@@ -213,7 +294,11 @@ def _deliver(caller: FrameType | None) -> None:
         _pending = False
         if _raise_outside(caller):
             return
-        raise KeyboardInterrupt
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            _watch(interrupt, sys._getframe(1))  # it leaves the protected call's frame into the caller
+            raise
 
 
 def protected(function: Function) -> Function:

@@ -602,6 +602,51 @@ def test_an_interrupt_inside_a_special_method_that_c_code_called_is_raised_after
     assert result == {"raised_in": "<module>", "passed_on": 1}, result
 
 
+def test_an_interrupt_that_c_code_cleared_is_raised_again_where_python_runs_next():
+    # Any Python function C code calls may have its error cleared (MindSpore's C++ calls the
+    # has_init property of a cell's inputs at each GRAPH call): a weakref callback's is only
+    # printed. The interrupt raised in the callback is raised again in the frame below it.
+    result = _run(
+        """
+        import os, signal, sys, weakref
+        from msdebug import interrupts
+
+        class Thing:
+            pass
+
+        def callback(reference):
+            os.kill(os.getpid(), signal.SIGINT)
+            len("handled here, at the check after this call")
+
+        interrupts.hold()
+        raised_in, handled = None, []
+        try:
+            thing = Thing()
+            reference = weakref.ref(thing, callback)
+            del thing  # runs the callback from C, which prints and clears its error
+            len("the first check outside")
+        except KeyboardInterrupt as error:
+            tb, frames = error.__traceback__, []
+            while tb is not None:
+                frames.append(tb.tb_frame.f_code)
+                tb = tb.tb_next
+            raised_in = [code.co_name for code in frames if code.co_filename != interrupts.__file__][-1]
+        # One that Python code handles is not raised again.
+        def handles():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                len("raised here")
+            except KeyboardInterrupt:
+                handled.append(True)
+        handles()
+        len("no second interrupt here")
+        interrupts.let_go()
+        report({"raised_in": raised_in, "raised_again": interrupts.raised_again, "handled": handled})
+        """
+    )
+    assert result == {"raised_in": "<module>", "raised_again": 1, "handled": [True]}, result
+
+
 def test_a_thread_may_use_a_scope_too():
     result = _run(
         """
