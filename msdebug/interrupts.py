@@ -187,6 +187,8 @@ def _watching(frame: FrameType, event: str, arg: Any) -> None:
     if id(frame) not in _below_ids:
         return
     _stop()
+    if event == "c_exception" or (event == "return" and not _returns(frame)):
+        return  # an exception is on its way through this frame: the interrupt, or what it became
     reached = sys.exc_info()[1] is interrupt
     trace = interrupt.__traceback__ if interrupt is not None else None
     while trace is not None and not reached:

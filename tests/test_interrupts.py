@@ -647,6 +647,36 @@ def test_an_interrupt_that_c_code_cleared_is_raised_again_where_python_runs_next
     assert result == {"raised_in": "<module>", "raised_again": 1, "handled": [True]}, result
 
 
+def test_an_interrupt_that_python_has_keeps_its_traceback_and_is_not_raised_again():
+    # Run through exec() as IPython runs a cell: the interrupt leaves exec (C code) as an
+    # exception, so the frame below sees it only after the watch has looked there. It must not
+    # take that for a cleared interrupt and raise a new one over the person's traceback.
+    result = _run(
+        """
+        import os, signal, sys, traceback
+        from msdebug import interrupts
+
+        def loop():
+            turns = 0
+            while True:
+                turns += 1
+                if turns == 1000:
+                    os.kill(os.getpid(), signal.SIGINT)
+
+        interrupts.hold()
+        lines = []
+        try:
+            exec(compile("loop()", "<cell>", "exec"))
+        except KeyboardInterrupt:
+            lines = [frame.name for frame in traceback.extract_tb(sys.exc_info()[2])]
+        interrupts.let_go()
+        report({"lines": lines, "raised_again": interrupts.raised_again, "watching": sys.getprofile() is not None})
+        """
+    )
+    assert result["lines"][-2:] == ["loop", "_handler"], result  # the person's loop, then msdebug's handler
+    assert (result["raised_again"], result["watching"]) == (0, False), result
+
+
 def test_a_thread_may_use_a_scope_too():
     result = _run(
         """
