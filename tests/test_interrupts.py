@@ -572,7 +572,8 @@ def test_an_interrupt_inside_a_special_method_that_c_code_called_is_raised_after
     # C code may clear what a special method it called raised: a finalizer's error is only
     # printed ("Exception ignored in ..."), as PyObject_HasAttr and pybind11's hasattr clear
     # the errors of __getattr__ (MindSpore's C++ reads a Cell's attributes so at every GRAPH
-    # call). A Ctrl-C handled in there was lost; now it is raised at the first check outside.
+    # call). A Ctrl-C handled in there was lost; now it is raised in the frame below, once the C
+    # code has returned.
     result = _run(
         """
         import os, signal, sys
@@ -664,16 +665,16 @@ def test_an_interrupt_that_python_has_keeps_its_traceback_and_is_not_raised_agai
                     os.kill(os.getpid(), signal.SIGINT)
 
         interrupts.hold()
-        lines = []
+        names = []
         try:
             exec(compile("loop()", "<cell>", "exec"))
         except KeyboardInterrupt:
-            lines = [frame.name for frame in traceback.extract_tb(sys.exc_info()[2])]
+            names = [frame.name for frame in traceback.extract_tb(sys.exc_info()[2])]
         interrupts.let_go()
-        report({"lines": lines, "raised_again": interrupts.raised_again, "watching": sys.getprofile() is not None})
+        report({"names": names, "raised_again": interrupts.raised_again, "watching": sys.getprofile() is not None})
         """
     )
-    assert result["lines"][-2:] == ["loop", "_handler"], result  # the person's loop, then msdebug's handler
+    assert result["names"][-2:] == ["loop", "_handler"], result  # the person's loop, then msdebug's handler
     assert (result["raised_again"], result["watching"]) == (0, False), result
 
 
