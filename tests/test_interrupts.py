@@ -50,6 +50,14 @@ def burst(within, spread=0.0005, count=2):
     _left[0], _spread[0] = count, spread
     signal.setitimer(signal.ITIMER_REAL, random.uniform(1e-5, within))
 
+def where_raised(error):
+    # The function the interrupt came out in: its traceback's last frame that is not msdebug's handler.
+    codes, tb = [], error.__traceback__
+    while tb is not None:
+        codes.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    return [code.co_name for code in codes if code.co_filename != interrupts.__file__][-1]
+
 def quiet():
     # After `_left[0] = 0` (a plain store, where no signal is handled): stop the timer.
     signal.setitimer(signal.ITIMER_REAL, 0)
@@ -591,11 +599,7 @@ def test_an_interrupt_inside_a_special_method_that_c_code_called_is_raised_after
             del thing  # runs __del__ from C
             len("the first check outside")
         except KeyboardInterrupt as error:
-            tb, frames = error.__traceback__, []
-            while tb is not None:
-                frames.append(tb.tb_frame.f_code)
-                tb = tb.tb_next
-            raised_in = [code.co_name for code in frames if code.co_filename != interrupts.__file__][-1]
+            raised_in = where_raised(error)
         interrupts.let_go()
         report({"raised_in": raised_in, "passed_on": interrupts.passed_on})
         """
@@ -627,11 +631,7 @@ def test_an_interrupt_that_c_code_cleared_is_raised_again_where_python_runs_next
             del thing  # runs the callback from C, which prints and clears its error
             len("the first check outside")
         except KeyboardInterrupt as error:
-            tb, frames = error.__traceback__, []
-            while tb is not None:
-                frames.append(tb.tb_frame.f_code)
-                tb = tb.tb_next
-            raised_in = [code.co_name for code in frames if code.co_filename != interrupts.__file__][-1]
+            raised_in = where_raised(error)
         # One that Python code handles is not raised again.
         def handles():
             try:
