@@ -20,13 +20,14 @@ threads all of this does nothing.
 An interrupt raised inside a special method that C code called may never reach Python:
 ``PyObject_HasAttr`` and pybind11's ``hasattr`` and ``getattr`` with a default clear any
 error of ``__getattr__`` or ``__getattribute__``, and a finalizer's error is only printed.
-MindSpore's C++ reads a Cell's attributes that way at every GRAPH call
-(``get_args_for_run``), so a Ctrl-C handled there was lost and the cell ran on. While such a
-method is on the stack the handler raises nothing; a profile function (``sys.setprofile``,
-this thread only) raises the interrupt at the first call or return in one of the frames that
-were below that method, that is once the C code has returned (where protected code runs
-there, the interrupt waits for it). Asking for the signal again would not do: the handler
-would run again at once, inside itself; and C code may call other Python functions first.
+MindSpore's C++ looks up a missing Cell attribute at every GRAPH call (``get_args_for_run``)
+and clears what ``__getattr__`` raised, so a Ctrl-C handled there was lost and the cell ran
+on. While such a method is on the stack the handler raises nothing; a profile function
+(``sys.setprofile``, this thread only) raises the interrupt at the first call or return in
+one of the frames that were below that method, that is once the C code has returned (where
+protected code runs there, the interrupt waits for it). Asking for the signal again would not
+do: the handler would run again at once, inside itself; and C code may call other Python
+functions first.
 
 C code may clear the error of any Python function it calls, not only of special methods:
 MindSpore's ``get_args_for_run`` also calls the ``has_init`` property of its input tensors. So

@@ -170,9 +170,9 @@ def test_a_function_imported_in_an_earlier_msnan_cell_reports_to_the_running_wat
 
 
 def test_ctrl_c_while_mindspore_reads_a_cells_attributes_in_c_is_not_lost(kernel):
-    # At every GRAPH call MindSpore's C++ reads the Cell's attributes with pybind11's hasattr,
-    # which clears any error of __getattr__: a Ctrl-C handled in there was lost, and the cell
-    # ran on (1 double interrupt in about 300 of the test above, under load). Here the signal
+    # At every GRAPH call MindSpore's C++ looks up a Cell attribute that is missing and clears
+    # whatever __getattr__ raised: a Ctrl-C handled in there was lost, and the cell ran on
+    # (1 double interrupt in about 300 of the test above, under load). Here the signal
     # arrives exactly there: this Cell sends it to its own process from __getattr__ when C++
     # below compile_and_run calls it.
     k = kernel
