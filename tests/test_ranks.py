@@ -218,16 +218,31 @@ def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(
 
 
 def test_the_status_bar_shows_the_ranks_and_which_are_busy(ranks):
+    from msdebug.ipython.comm import MIN_INTERVAL_S
+
     front = Frontend(ranks)
     (opened,) = states(front.open())
     try:
         assert (opened["ranks"], opened["busy_ranks"]) == ([0, 1], [])
-        sent, outputs = front.run("%%msrun\nx = get_rank()")
-        # Every change is sent as it happens: both busy, then one left, then none (the state
-        # of each message is checked against status.schema.json on the way).
-        busy = [state["busy_ranks"] for state in states(sent)]
-        assert busy[0] == [0, 1] and busy[-1] == [] and len(busy) == 3 and busy[1] in ([0], [1]), busy
-        assert {tuple(state["ranks"]) for state in states(sent)} == {(0, 1)}
+        # Each rank waits for its own go-ahead: rank 0 once both are shown busy, rank 1 once
+        # rank 0 is shown done. Every change is sent as it happens (each state is checked
+        # against status.schema.json on the way), at most one per MIN_INTERVAL_S while a cell
+        # runs: a go-ahead waits that long after the state it follows, so none is merged.
+        msg_id = ranks.client.execute(
+            f"%%msrun\nimport os, time\nwhile not os.path.exists({ranks.cwd!r} + f'/go-{{get_rank()}}'):\n"
+            "    time.sleep(0.01)"
+        )
+        shown = []
+        for rank in (0, 1, None):
+            state = front.next_state(msg_id)
+            assert state is not None, shown
+            shown.append((state["ranks"], state["busy_ranks"]))
+            if rank is not None:
+                time.sleep(2 * MIN_INTERVAL_S)
+                open(f"{ranks.cwd}/go-{rank}", "w").close()
+        assert shown == [([0, 1], [0, 1]), ([0, 1], [1]), ([0, 1], [])]
+        assert front.next_state(msg_id) is None  # and nothing after the last
+        assert ranks.reply(msg_id, 60)["status"] == "ok"
     finally:
         front._request("comm_close", {"comm_id": front.comm_id, "data": {}})
 

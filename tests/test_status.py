@@ -93,6 +93,18 @@ class Frontend:
             assert self.kernel.reply(msg_id, 300)["status"] == "ok", messages
         return [(self.mine(messages), messages) for messages in results]
 
+    def next_state(self, msg_id: str) -> dict | None:
+        """The next state sent on this comm while the request ``msg_id`` runs; None at its end."""
+        while True:
+            msg = self.kernel.client.get_iopub_msg(timeout=300)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return None
+            found = states(self.mine([msg]))
+            if found:
+                return found[0]
+
     def mine(self, messages: list[dict]) -> list[dict]:
         """The data of every comm_msg on this front end's comm, each checked against the schema."""
         return [
@@ -109,7 +121,7 @@ def states(sent: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module")
 def frontend():
     """One kernel for the module: msdebug loaded, MindSpore imported, a front end connected."""
-    kernel = Kernel()
+    kernel = Kernel(warm=False)  # its first state says MindSpore is not imported yet
     front = Frontend(kernel)
     try:
         yield front
