@@ -8,10 +8,17 @@ compared against less than a person sees. The kernel gets the environment withou
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from warm import use_warm_kernels  # noqa: E402
 
 
 def pytest_configure(config):
     import nbval.kernel
+
+    use_warm_kernels()  # forked from a kernel that has imported MindSpore (tests/warm.py)
 
     start = nbval.kernel.start_new_kernel
 

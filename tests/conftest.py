@@ -23,6 +23,8 @@ settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+from warm import use_warm_kernels
+
 from helpers import Kernel
 from lab import close_window, lab, shared_lab  # noqa: F401  (JupyterLab for the browser tests)
 
@@ -37,6 +39,7 @@ def pytest_configure(config):
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    use_warm_kernels()
     if hasattr(config, "workerinput"):
         # Registered first, so it runs last: after every other exit handler of the worker.
         atexit.register(_end_worker)

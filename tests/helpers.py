@@ -80,20 +80,31 @@ def fresh_shell(code: str, env: dict[str, str] | None = None, warm: bool = True)
 class Kernel:
     """A real Jupyter kernel, driven the way JupyterLab drives it."""
 
-    def __init__(self) -> None:
-        from jupyter_client.manager import start_new_kernel
+    def __init__(self, warm: bool = True) -> None:
+        """``warm``: the kernel is forked from a kernel that has imported MindSpore and ipykernel
+        (warm.py), where its environment is the kernels' one. ``warm=False`` for a test about what
+        a kernel imports, or about variables MindSpore reads at import."""
+        from jupyter_client.manager import KernelManager
 
         # Its own working directory: MindSpore writes there (rank_0/om/ after a failed compile).
         self.cwd = tempfile.mkdtemp(prefix="msdebug-kernel-")
         # Where the kernel writes its Python stacks on SIGUSR2, for a request that hangs.
         self.stacks = self.cwd + ".stacks"
         register = f"import faulthandler, signal; faulthandler.register(signal.SIGUSR2, open({self.stacks!r}, 'w'))"
-        self.manager, self.client = start_new_kernel(
-            kernel_name="python3",
-            env=kernel_env(),
-            cwd=self.cwd,
-            extra_arguments=[f"--IPKernelApp.exec_lines={[register]!r}"],
+        self.manager = KernelManager(kernel_name="python3")
+        if not warm:
+            self.manager.kernel_spec.metadata["kernel_provisioner"] = {"provisioner_name": "local-provisioner"}
+        self.manager.start_kernel(
+            env=kernel_env(), cwd=self.cwd, extra_arguments=[f"--IPKernelApp.exec_lines={[register]!r}"]
         )
+        self.client = self.manager.client()
+        self.client.start_channels()
+        try:
+            self.client.wait_for_ready(timeout=60)
+        except RuntimeError:
+            self.client.stop_channels()
+            self.manager.shutdown_kernel()
+            raise
 
     def run(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
         """Execute ``code``; returns the reply status and the iopub outputs of that request."""

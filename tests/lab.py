@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -26,8 +27,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from ipykernel.kernelspec import get_kernel_dict
 
 from helpers import kernel_env
+
+# A notebook with this kernel starts it cold (write_notebook).
+COLD_KERNEL = "python3-cold"
 
 CHROMIUM = next(
     (path for path in ("/usr/bin/chromium", shutil.which("chromium")) if path and os.path.exists(path)), None
@@ -59,10 +64,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def write_notebook(path: Path, cells: list[str]) -> Path:
-    """A notebook of code cells with the standard Python 3 kernel."""
+def write_notebook(path: Path, cells: list[str], warm: bool = True) -> Path:
+    """A notebook of code cells with the standard Python 3 kernel; with ``warm=False``, the same
+    kernel started cold, for a test about what the kernel has not imported yet (see jupyterlab)."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    name = "python3" if warm else COLD_KERNEL
+    nb.metadata["kernelspec"] = {"name": name, "display_name": "Python 3 (ipykernel)", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nbformat.write(nb, path)
     return path
@@ -126,13 +133,31 @@ def jupyterlab(scratch: Path, python: str = sys.executable, env: dict[str, str] 
     news = scratch / "settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True, exist_ok=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # Its kernels start warm, forked from one that has imported MindSpore (warm.py), as the tests'
+    # own kernels do; those of COLD_KERNEL, the same kernel spec with the local provisioner, cold.
+    config = scratch / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "jupyter_server_config.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        "from warm import use_warm_kernels\nuse_warm_kernels()\n"
+    )
+    share = scratch / "share" / "jupyter"
+    cold = share / "kernels" / COLD_KERNEL
+    cold.mkdir(parents=True, exist_ok=True)
+    spec = {**get_kernel_dict(), "display_name": "Python 3 (ipykernel)", "language": "python"}
+    spec["argv"][0] = python
+    spec["metadata"] = {**spec.get("metadata", {}), "kernel_provisioner": {"provisioner_name": "local-provisioner"}}
+    (cold / "kernel.json").write_text(json.dumps(spec))
     port, token = free_port(), secrets.token_hex(16)
     environment = {
         **kernel_env(),
-        "JUPYTER_CONFIG_DIR": str(scratch / "config"),
+        "JUPYTER_CONFIG_DIR": str(config),
         "JUPYTER_RUNTIME_DIR": str(scratch / "run"),
         **(env or {}),
     }
+    environment["JUPYTER_PATH"] = os.pathsep.join(
+        dict.fromkeys([str(share), *filter(None, environment.get("JUPYTER_PATH", "").split(os.pathsep))])
+    )
     command = [
         python, "-m", "jupyter", "lab",
         "--ip=127.0.0.1", f"--port={port}", "--no-browser", "--ServerApp.open_browser=False",

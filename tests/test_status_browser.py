@@ -43,7 +43,7 @@ CELLS = [
 def test_the_status_item_follows_and_steers_the_kernel(lab, tmp_path):
     from playwright.sync_api import expect
 
-    write_notebook(lab.root / "status.ipynb", CELLS)
+    write_notebook(lab.root / "status.ipynb", CELLS, warm=False)  # MindSpore "not imported" first
     write_notebook(lab.root / "other.ipynb", ["1 + 1"])
     with chromium(width=1280, height=720) as page:
         cells = open_notebook(page, lab, "status.ipynb", cells=5)
@@ -128,6 +128,7 @@ def test_the_status_item_shows_the_ranks_of_msrun_and_the_busy_ones(lab):
             f"%%msrun\nimport os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.02)",
             "%msrun stop",
         ],
+        warm=False,  # the kernel's MindSpore is not imported: only the ranks' is
     )
     with chromium(width=1280, height=720) as page:
         cells = open_notebook(page, lab, "ranks.ipynb", cells=4)

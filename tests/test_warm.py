@@ -3,10 +3,14 @@ a cold interpreter would show, except for MindSpore's import, which happened bef
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+
 import pytest
 from warm import zygote
 
-from helpers import kernel_env, run_python
+from helpers import Kernel, kernel_env, run_python, text_of
 
 CASES = {
     "output and exit 0": "import sys\nprint('out')\nprint('err', file=sys.stderr)",
@@ -46,3 +50,68 @@ def test_a_warm_interpreter_past_its_timeout_is_killed():
     with pytest.raises(subprocess.TimeoutExpired):
         run_python("import time\nprint('started', flush=True)\ntime.sleep(600)", timeout=2)
     assert run_python("print('next')").stdout == "next\n"
+
+
+# What a kernel can see of how it was started. Both kernels get the same environment from
+# Kernel() (jupyter_client adds JPY_PARENT_PID, this process's pid, to both).
+_KERNEL_FACTS = """\
+import json, os, signal, sys
+print(json.dumps({
+    "launcher": [os.path.basename(sys.argv[0]), *sys.argv[1:2]],
+    "path": sys.path,
+    "in its directory": os.getcwd() == %r,
+    "leads its process group and session": os.getpgid(0) == os.getsid(0) == os.getpid(),
+    "environment": dict(os.environ),
+    "handlers": [str(signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE, signal.SIGTERM)],
+    "parent handle": get_ipython().kernel.parent.parent_handle,
+    "main": sys.modules["__main__"].__name__,
+}))
+"""
+
+
+def _facts(kernel) -> dict:
+    status, outputs = kernel.run(_KERNEL_FACTS % os.path.realpath(kernel.cwd))
+    assert status == "ok", outputs
+    return json.loads(text_of(outputs, name="stdout"))
+
+
+def test_a_warm_kernel_shows_what_a_cold_one_shows():
+    warm, cold = Kernel(), Kernel(warm=False)
+    try:
+        assert type(warm.manager.provisioner).__name__ == "WarmProvisioner"
+        assert type(cold.manager.provisioner).__name__ == "LocalProvisioner"
+        assert _facts(warm) == _facts(cold)
+        assert warm.evaluate("", "'mindspore' in sys.modules") != cold.evaluate("", "'mindspore' in sys.modules")
+    finally:
+        warm.close()
+        cold.close()
+
+
+def test_a_warm_kernel_is_interrupted_and_ends_as_a_cold_one():
+    for warm in (True, False):
+        kernel = Kernel(warm=warm)
+        try:
+            msg_id = kernel.start_until("open('inside', 'w').close()\nwhile True:\n    pass", "inside")
+            kernel.manager.interrupt_kernel()
+            status, outputs = kernel.finish(msg_id, 60)
+            assert [o["ename"] for o in outputs if o["type"] == "error"] == ["KeyboardInterrupt"], (warm, outputs)
+            process = kernel.manager.provisioner.process
+            os.kill(process.pid, signal.SIGKILL)
+            assert process.wait(60) == -signal.SIGKILL, warm
+        finally:
+            kernel.close()
+
+
+def test_a_kernel_with_another_environment_has_a_warm_kernel_of_its_own(monkeypatch):
+    """MindSpore reads some variables at import: a kernel gets a zygote of its own environment."""
+    first = Kernel()
+    monkeypatch.setenv("MSDEBUG_TEST_WARM", "other")
+    second = Kernel()
+    try:
+        values = [k.evaluate("import os", "os.environ.get('MSDEBUG_TEST_WARM')") for k in (first, second)]
+        assert values == ["None", "'other'"]
+        parents = [k.evaluate("import os", "os.getppid()") for k in (first, second)]
+        assert parents[0] != parents[1]  # forked by two zygotes
+    finally:
+        first.close()
+        second.close()

@@ -1,4 +1,4 @@
-"""Fresh interpreters that start with MindSpore already imported.
+"""Fresh interpreters and kernels that start with MindSpore already imported.
 
 ``import mindspore`` costs about 3 CPU-seconds, and the tests start dozens of fresh interpreters:
 on a 2-core machine that alone is minutes. So each test process keeps one interpreter (the
@@ -13,6 +13,13 @@ context or loaded msdebug. What differs from a cold start is what MindSpore does
 it read its environment variables and printed its import-time lines in the zygote. Tests about
 the import itself, or about variables MindSpore reads at import, or that interrupt the process
 at any moment up to its exit, start a cold interpreter (``run_python(..., warm=False)``).
+
+Kernels are started the same way, about 60 of them in a run (:class:`WarmProvisioner`): the
+tests' own, nbval's and JupyterLab's. A kernel is still started by jupyter_client's manager,
+from the same kernel spec, with the same connection file, environment, working directory and
+streams; it leads its own process group, so interrupts reach it as they reach a cold one. A test
+about what a kernel has not imported yet starts it cold (``Kernel(warm=False)``, or a notebook
+with ``lab.COLD_KERNEL``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 # The zygote: imports what is slow, then forks one child per request and reports its pid and
 # exit status. It reads its requests from the socket passed as argv[1]; EOF ends it.
@@ -208,3 +216,254 @@ def zygote(env: dict[str, str]) -> Zygote | None:
 
             atexit.register(_zygote.close)
         return _zygote if _zygote.env == env else None
+
+
+# Warm kernels ------------------------------------------------------------------------------------
+#
+# The kernel zygote has imported MindSpore and ipykernel, and forks one kernel per request; several
+# run at once. A kernel is what ``python -m ipykernel_launcher -f <connection file>`` would be,
+# with the manager's environment, working directory and standard streams, in a session of its
+# own (so the manager's signals reach its process group, as jupyter_client's launcher arranges).
+# The zygote reaps it and writes its exit status (as Popen.returncode) to the kernel's own socket.
+_KERNEL_ZYGOTE = r"""
+import json, os, runpy, select, signal, socket, struct, sys
+import numpy, mindspore, IPython, ipykernel.kernelapp, ipykernel.ipkernel
+
+control = socket.socket(fileno=int(sys.argv[1]))
+wake_read, wake_write = os.pipe()
+os.set_blocking(wake_read, False)
+os.set_blocking(wake_write, False)
+signal.set_wakeup_fd(wake_write)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+children = {}
+request = None
+while request is None:
+    ready = select.select([control, wake_read], [], [])[0]
+    if wake_read in ready:
+        while True:
+            try:
+                if not os.read(wake_read, 512):
+                    break
+            except BlockingIOError:
+                break
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            reply = children.pop(pid)
+            try:
+                reply.sendall(struct.pack("q", os.waitstatus_to_exitcode(status)))
+            except OSError:
+                pass
+            reply.close()
+    if control in ready:
+        header, fds, _, _ = socket.recv_fds(control, 8, 4)
+        if not header:  # the test process is gone: so are its kernels, as their parent poller would see
+            for pid in children:
+                os.kill(pid, signal.SIGKILL)
+            os._exit(0)
+        size = struct.unpack("q", header)[0]
+        data = b""
+        while len(data) < size:
+            data += control.recv(size - len(data))
+        pid = os.fork()
+        if pid == 0:
+            request = json.loads(data)
+            break
+        for fd in fds[:3]:
+            os.close(fd)
+        children[pid] = socket.socket(fileno=fds[3])
+        children[pid].sendall(struct.pack("q", pid))
+
+# The kernel: nothing of the zygote's loop is left open in it.
+signal.set_wakeup_fd(-1)
+signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+for fd in (wake_read, wake_write, fds[3]):
+    os.close(fd)
+control.close()
+for reply in children.values():
+    reply.close()
+del children, control
+os.setsid()
+for fd, target in zip(fds[:3], (0, 1, 2)):
+    os.dup2(fd, target)
+    os.close(fd)
+os.chdir(request["cwd"])
+os.environ.clear()
+os.environ.update(request["env"])
+numpy.random.seed()  # a new process draws new numbers
+sys.argv[:] = request["argv"]
+sys.path[0] = os.getcwd()  # as ``python -m`` sets it
+runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+"""
+
+
+class KernelZygote:
+    """The warm kernels of this process for one environment: one zygote, started on first use."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _KERNEL_ZYGOTE, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    def launch(self, module: str, argv: list[str], env: dict[str, str], cwd: str, streams: list[int]) -> WarmKernel:
+        """Fork a kernel that runs ``module`` as ``python -m`` does, with ``argv`` and the standard
+        streams ``streams`` (file descriptors of this process)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        payload = json.dumps({"module": module, "argv": argv, "env": env, "cwd": cwd}).encode()
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [struct.pack("q", len(payload))], [*streams, theirs.fileno()])
+                self.sock.sendall(payload)
+            finally:
+                theirs.close()
+        return WarmKernel(ours)
+
+
+class WarmKernel:
+    """A forked kernel, as much of :class:`subprocess.Popen` as jupyter_client uses."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.returncode: int | None = None
+        self.pid = self._number(60)
+
+    def _number(self, timeout: float | None) -> int | None:
+        self.sock.settimeout(timeout)
+        data = b""
+        try:
+            while len(data) < 8:
+                chunk = self.sock.recv(8 - len(data))
+                if not chunk:
+                    raise RuntimeError("the kernel zygote ended")
+                data += chunk
+        except (TimeoutError, BlockingIOError):
+            if data:
+                raise
+            return None
+        return struct.unpack("q", data)[0]
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._number(0)
+            if self.returncode is not None:
+                self.sock.close()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._number(timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired("kernel", timeout)
+            self.sock.close()
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+    def terminate(self) -> None:
+        self.send_signal(15)
+
+
+_kernel_zygotes: dict[tuple[str, ...], KernelZygote] = {}
+# What JupyterLab's manager sets for each kernel (neither MindSpore nor ipykernel reads it at import).
+_PER_KERNEL = ("JPY_SESSION_NAME",)
+
+
+def kernel_zygote(env: dict[str, str]) -> KernelZygote:
+    """This process's kernel zygote for ``env`` (less its per-kernel variables)."""
+    common = {name: value for name, value in env.items() if not name.startswith(_PER_KERNEL)}
+    key = tuple(sorted(f"{name}={value}" for name, value in common.items()))
+    with _zygote_lock:
+        if key not in _kernel_zygotes:
+            _kernel_zygotes[key] = KernelZygote(common)
+        return _kernel_zygotes[key]
+
+
+def _fd(value, default: int, null: Callable[[], int]) -> int | None:
+    """The file descriptor Popen would give a kernel for ``stdin``/``stdout``/``stderr=value``;
+    None for a pipe (the kernel then starts cold)."""
+    if value is None:
+        return default
+    if value == subprocess.DEVNULL:
+        return null()
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    return value.fileno()
+
+
+try:
+    from jupyter_client.provisioning import LocalProvisioner
+except ImportError:  # pragma: no cover - jupyter_client is a test dependency
+    LocalProvisioner = object
+
+
+class WarmProvisioner(LocalProvisioner):
+    """jupyter_client's local provisioner, whose kernels start warm: forked from the kernel zygote
+    of their environment, where the kernel spec is this Python's ``ipykernel_launcher``. Every
+    other kernel starts as the local provisioner starts it."""
+
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        opened: list[int] = []
+
+        def null() -> int:
+            opened.append(os.open(os.devnull, os.O_RDWR))
+            return opened[-1]
+
+        # A kernel never reads its stdin (the launcher gives it a pipe nobody writes to).
+        streams = [_fd(kwargs.get("stdin"), null(), null), _fd(kwargs.get("stdout"), 1, null)]
+        streams.append(_fd(kwargs.get("stderr"), 2, null))
+        if cmd[:3] != [sys.executable, "-m", "ipykernel_launcher"] or None in streams:
+            for fd in opened:
+                os.close(fd)
+            return await super().launch_kernel(cmd, **kwargs)
+        env = dict(kwargs.get("env") or os.environ)
+        env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launcher sets it
+        cwd = str(kwargs.get("cwd") or os.getcwd())
+        try:
+            self.process = kernel_zygote(env).launch("ipykernel_launcher", [_LAUNCHER, *cmd[3:]], env, cwd, streams)
+        finally:
+            for fd in opened:
+                os.close(fd)
+        self.pid = self.pgid = self.process.pid
+        self.cwd = cwd
+        return self.connection_info
+
+
+def _launcher_path() -> str:
+    import importlib.util
+
+    return importlib.util.find_spec("ipykernel_launcher").origin
+
+
+_LAUNCHER = _launcher_path() if LocalProvisioner is not object else ""
+
+
+def use_warm_kernels() -> None:
+    """Kernels that jupyter_client starts in this process start warm (:class:`WarmProvisioner`),
+    unless their kernel spec names a provisioner (``local-provisioner`` for a cold start)."""
+    from importlib.metadata import EntryPoint
+
+    from jupyter_client.provisioning.factory import KernelProvisionerFactory
+
+    factory = KernelProvisionerFactory.instance()
+    factory.provisioners["msdebug-warm"] = EntryPoint(
+        name="msdebug-warm", value="warm:WarmProvisioner", group="jupyter_client.kernel_provisioners"
+    )
+    factory.default_provisioner_name = "msdebug-warm"
