@@ -367,6 +367,24 @@ def test_ranks_end_within_seconds_of_a_kernel_shutdown():
         kernel.close()
 
 
+def test_stopping_kills_a_rank_still_busy_with_a_cell_at_once():
+    """A rank in the middle of a cell cannot act on a shutdown request (its main thread is in the
+    cell): stopping the job kills it at once instead of giving it the grace idle ranks get to
+    end (an hour here, past this request's 120 s)."""
+    kernel = Kernel()
+    try:
+        ours = _started_job(kernel)
+        status, outputs = kernel.run(
+            "%%msrun --hang-after 1\nimport os, time\nwhile os.environ['RANK_ID'] == '1':\n    time.sleep(0.01)", 120
+        )
+        assert status == "error" and "rank 1: still running" in _stderr(outputs), outputs
+        status, outputs = kernel.run("from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())", 120)
+        assert status == "ok", outputs
+        assert _wait_gone(ours, 10), ours
+    finally:
+        kernel.close()
+
+
 def test_two_msrun_launches_on_one_host_make_one_job_as_two_hosts_would():
     """Several hosts, tried on one: two kernels each start one rank of a 2-rank job, with
     --worker-num, --node-rank and the same --master-addr and --master-port (the second msrun's

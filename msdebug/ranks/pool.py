@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import socket
@@ -593,8 +594,9 @@ class Pool:
         return reached
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Shut every rank down (what is left after ``timeout`` is killed), then kill msrun's
-        scheduler."""
+        """Shut every rank down, then kill msrun's scheduler. An idle rank gets ``timeout``
+        seconds to end; one still busy with a cell is killed at once: its main thread is in the
+        cell (a collective that never completes, a loop), so it could not act on the request."""
         for client in self.clients.values():
             try:
                 client.shutdown()
@@ -602,12 +604,14 @@ class Pool:
             except Exception:  # noqa: BLE001, S110 - a rank that died cannot be asked
                 pass
         supervisors = {stem: pid for stem, pid in self._supervisors().items() if stem != "scheduler"}
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(not self.exit_of(stem) for stem in supervisors):
-            time.sleep(0.05)
+        busy = {role_name(rank) for rank in self.busy}
+        for stem, pid in supervisors.items():
+            if stem in busy:
+                _signal(pid, signal.SIGKILL, group=True)  # msrun gave each rank a session of its own
+        _wait_ended([pid for stem, pid in supervisors.items() if stem not in busy], timeout)
         for stem, pid in supervisors.items():
             if not self.exit_of(stem):
-                _signal(pid, signal.SIGKILL, group=True)  # msrun gave each rank a session of its own
+                _signal(pid, signal.SIGKILL, group=True)
         if self.process is not None:
             _signal(self.process.pid, signal.SIGKILL, group=True)  # the scheduler, in msrun's group
             self.process.wait(timeout=timeout)
@@ -644,6 +648,29 @@ def _tail(path: Path) -> str:
 def _poll(poller: zmq.Poller, timeout_ms: float) -> list:
     """The sockets and pidfds ready within ``timeout_ms``; Ctrl-C ends the wait."""
     return [key for key, _ in poller.poll(timeout_ms)]
+
+
+def _wait_ended(pids: Sequence[int], timeout: float) -> None:
+    """Wait until every process of ``pids`` has ended, or ``timeout`` seconds (pidfds, no timer)."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except OSError:  # already gone
+            continue
+    try:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        waiting = len(fds)
+        deadline = time.monotonic() + timeout
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for fd, _ in poller.poll(left * 1000):
+                poller.unregister(fd)
+                waiting -= 1
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _signal(pid: int, number: int, group: bool = False) -> None:
