@@ -112,14 +112,17 @@ os._exit(0)  # nothing to finalize: MindSpore's teardown would only keep the tes
 """
 
 
-class Zygote:
-    """One warm interpreter of this environment, started on first use, that forks fresh ones."""
+class _Process:
+    """A zygote: ``script`` run by this Python in ``env``, which reads its requests from a socket
+    (``self.sock``); EOF ends it."""
+
+    script = ""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _ZYGOTE, str(theirs.fileno())],
+            [sys.executable, "-c", self.script, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -129,6 +132,12 @@ class Zygote:
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
+
+
+class Zygote(_Process):
+    """One warm interpreter of this environment, started on first use, that forks fresh ones."""
+
+    script = _ZYGOTE
 
     def run(self, code: str, cwd: str, timeout: float) -> subprocess.CompletedProcess:
         """``python -c code`` in ``cwd``, as :func:`subprocess.run` with ``capture_output`` and
@@ -156,14 +165,10 @@ class Zygote:
         return subprocess.CompletedProcess(["python", "-c", code], returncode, stdout, stderr)
 
     def _number(self, timeout: float) -> int:
-        self.sock.settimeout(timeout)
-        data = b""
-        while len(data) < 8:
-            chunk = self.sock.recv(8 - len(data))
-            if not chunk:
-                raise RuntimeError(f"the warm interpreter ended (exit status {self.process.poll()})")
-            data += chunk
-        return struct.unpack("q", data)[0]
+        try:
+            return _number(self.sock, timeout)
+        except RuntimeError:
+            raise RuntimeError(f"the warm interpreter ended (exit status {self.process.poll()})") from None
 
     def close(self) -> None:
         self.sock.close()
@@ -172,6 +177,18 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _number(sock: socket.socket, timeout: float | None) -> int:
+    """The next number the zygote wrote to ``sock`` (TimeoutError when none comes in time)."""
+    sock.settimeout(timeout)
+    data = b""
+    while len(data) < 8:
+        chunk = sock.recv(8 - len(data))
+        if not chunk:
+            raise RuntimeError("the zygote ended")
+        data += chunk
+    return struct.unpack("q", data)[0]
 
 
 def _read_until_eof(buffers: dict[int, bytearray], deadline: float) -> dict[int, bytearray] | None:
@@ -298,23 +315,10 @@ runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
 """
 
 
-class KernelZygote:
+class KernelZygote(_Process):
     """The warm kernels of this process for one environment: one zygote, started on first use."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _KERNEL_ZYGOTE, str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        theirs.close()
-        self.sock = ours
-        self.lock = threading.Lock()
+    script = _KERNEL_ZYGOTE
 
     def launch(self, module: str, argv: list[str], env: dict[str, str], cwd: str, streams: list[int]) -> WarmKernel:
         """Fork a kernel that runs ``module`` as ``python -m`` does, with ``argv`` and the standard
@@ -338,22 +342,14 @@ class WarmKernel:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.returncode: int | None = None
-        self.pid = self._number(60)
+        self.pid = _number(sock, 60)
 
     def _number(self, timeout: float | None) -> int | None:
-        self.sock.settimeout(timeout)
-        data = b""
+        """The zygote's next number about this kernel; None when none came within ``timeout``."""
         try:
-            while len(data) < 8:
-                chunk = self.sock.recv(8 - len(data))
-                if not chunk:
-                    raise RuntimeError("the kernel zygote ended")
-                data += chunk
+            return _number(self.sock, timeout)
         except (TimeoutError, BlockingIOError):
-            if data:
-                raise
             return None
-        return struct.unpack("q", data)[0]
 
     def poll(self) -> int | None:
         if self.returncode is None:
