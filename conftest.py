@@ -15,3 +15,21 @@ import sys
 sys.modules.setdefault("rfc3987_syntax", None)  # None in sys.modules: "import" raises ImportError
 
 pytest_plugins = ["nbval.plugin"]
+
+
+def pytest_configure(config):
+    """msdebug's bytecode is written once, before any test starts (by the controller).
+
+    The tests start about 400 Python processes that import msdebug: kernels, fresh interpreters,
+    ranks, CLI runs. Where PYTHONDONTWRITEBYTECODE is set (some machines set it for everyone), no
+    import writes ``__pycache__``, and every one of them compiled msdebug's source again: about 30 s
+    of a run on 2 cores, in every fresh clone. Bytecode that exists is still read.
+    """
+    if hasattr(config, "workerinput") or not sys.dont_write_bytecode:
+        return
+    import compileall
+    from pathlib import Path
+
+    import msdebug
+
+    compileall.compile_dir(Path(msdebug.__file__).parent, quiet=1)
