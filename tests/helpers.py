@@ -81,9 +81,9 @@ class Kernel:
     """A real Jupyter kernel, driven the way JupyterLab drives it."""
 
     def __init__(self, warm: bool = True) -> None:
-        """``warm``: the kernel is forked from a kernel that has imported MindSpore and ipykernel
-        (warm.py), where its environment is the kernels' one. ``warm=False`` for a test about what
-        a kernel imports, or about variables MindSpore reads at import."""
+        """``warm``: the kernel is forked from one that has imported MindSpore and ipykernel in the
+        same environment (warm.py). ``warm=False`` for a test about what a kernel has not imported
+        yet."""
         from jupyter_client.manager import KernelManager
 
         # Its own working directory: MindSpore writes there (rank_0/om/ after a failed compile).
