@@ -303,6 +303,7 @@ def test_a_rank_that_dies_is_named_with_its_exit_status_and_its_log(ranks):
         "if get_rank() == 1:\n    print('about to crash', file=sys.stderr, flush=True)\n"
         "    os.kill(os.getpid(), 11)\n"
     )
+    ranks.broken = True  # rank 1 dies (set first: a failure below leaves it dead too)
     status, outputs = ranks.run(code, timeout=120)
     stderr = _stderr(outputs)
     assert status == "error"
@@ -311,7 +312,6 @@ def test_a_rank_that_dies_is_named_with_its_exit_status_and_its_log(ranks):
     assert "rank 0: finished" in stderr
     status, outputs = ranks.run("%msrun status")
     assert "  rank 1: dead (killed by SIGSEGV)" in text_of(outputs, "stream", "stdout").splitlines()
-    ranks.broken = True  # rank 1 is dead
 
 
 def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(ranks):
@@ -321,6 +321,7 @@ def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(
         "    threading.Event().wait()\n"  # rank 0 never reaches the collective
         "print(ops.AllReduce()(ms.Tensor(np.ones(2, np.float32))))\n"
     )
+    ranks.broken = True  # rank 1 will stay in the AllReduce: only a restart ends it
     started = time.monotonic()
     status, outputs = ranks.run(code, timeout=120)
     took = time.monotonic() - started
@@ -335,7 +336,6 @@ def test_a_rank_left_in_a_collective_is_found_with_its_line_and_the_other_named(
     assert status == "error" and "rank 0 still runs an earlier cell" in _error_line(outputs)
     status, outputs = ranks.run("%msrun interrupt --ranks 0")
     assert text_of(outputs, "stream", "stdout") == "msrun: rank 0 stopped on Ctrl-C\n", outputs
-    ranks.broken = True  # rank 1 stays in the AllReduce: only a restart ends it
 
 
 def _started_job(kernel: Kernel) -> set[int]:
