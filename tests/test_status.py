@@ -93,10 +93,11 @@ class Frontend:
             assert self.kernel.reply(msg_id, 300)["status"] == "ok", messages
         return [(self.mine(messages), messages) for messages in results]
 
-    def next_state(self, msg_id: str) -> dict | None:
-        """The next state sent on this comm while the request ``msg_id`` runs; None at its end."""
+    def next_state(self, msg_id: str, timeout: float = 120) -> dict | None:
+        """The next state sent on this comm while the request ``msg_id`` runs; None at its end
+        (queue.Empty when the kernel sends nothing for ``timeout`` seconds)."""
         while True:
-            msg = self.kernel.client.get_iopub_msg(timeout=300)
+            msg = self.kernel.client.get_iopub_msg(timeout=timeout)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
