@@ -47,16 +47,19 @@ class Frontend:
         self.kernel = kernel
         self.comm_id = ""
 
-    def _collect(self, msg_id: str, timeout: float = 300) -> list[dict]:
-        """Every iopub message of one request, until the kernel is idle again."""
-        messages = []
+    def _messages(self, msg_id: str, timeout: float):
+        """The iopub messages of one request as they come, until the kernel is idle again."""
         while True:
             msg = self.kernel.client.get_iopub_msg(timeout=timeout)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return messages
-            messages.append(msg)
+                return
+            yield msg
+
+    def _collect(self, msg_id: str, timeout: float = 300) -> list[dict]:
+        """Every iopub message of one request, until the kernel is idle again."""
+        return list(self._messages(msg_id, timeout))
 
     def _request(self, msg_type: str, content: dict) -> list[dict]:
         client = self.kernel.client
@@ -96,15 +99,11 @@ class Frontend:
     def next_state(self, msg_id: str, timeout: float = 120) -> dict | None:
         """The next state sent on this comm while the request ``msg_id`` runs; None at its end
         (queue.Empty when the kernel sends nothing for ``timeout`` seconds)."""
-        while True:
-            msg = self.kernel.client.get_iopub_msg(timeout=timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return None
+        for msg in self._messages(msg_id, timeout):
             found = states(self.mine([msg]))
             if found:
                 return found[0]
+        return None
 
     def mine(self, messages: list[dict]) -> list[dict]:
         """The data of every comm_msg on this front end's comm, each checked against the schema."""
