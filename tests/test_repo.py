@@ -45,4 +45,9 @@ def test_every_mutation_of_ci_mutate_still_finds_the_line_it_breaks():
     for mutation in mutate.MUTATIONS:
         source = (ROOT / mutation.path).read_text(encoding="utf-8") if (ROOT / mutation.path).is_file() else ""
         assert source.count(mutation.old) == 1, f"{mutation.feature}: {mutation.path} no longer holds its line once"
-        assert all((ROOT / test).is_file() for test in mutation.tests), mutation.tests
+        for test in mutation.tests:
+            path, _, name = test.partition("::")
+            assert (ROOT / path).is_file(), f"{mutation.feature}: no {path}"
+            if name:
+                defined = (ROOT / path).read_text(encoding="utf-8")
+                assert f"def {name}(" in defined, f"{mutation.feature}: {path} has no test {name}"
