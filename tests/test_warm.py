@@ -66,13 +66,16 @@ print(json.dumps({
     "parent handle": get_ipython().kernel.parent.parent_handle,
     "main": sys.modules["__main__"].__name__,
 }))
+import mindspore.log
+logger = mindspore.log._get_logger()
+print(json.dumps({"MindSpore's log": [logger.name.endswith(f".{os.getpid()}"), [h.stream is sys.stderr for h in logger.handlers]]}))
 """
 
 
 def _facts(kernel) -> dict:
     status, outputs = kernel.run(_KERNEL_FACTS % os.path.realpath(kernel.cwd))
     assert status == "ok", outputs
-    return json.loads(text_of(outputs, name="stdout"))
+    return [json.loads(line) for line in text_of(outputs, name="stdout").splitlines()]
 
 
 def test_a_warm_kernel_shows_what_a_cold_one_shows():
@@ -80,8 +83,12 @@ def test_a_warm_kernel_shows_what_a_cold_one_shows():
     try:
         assert type(warm.manager.provisioner).__name__ == "WarmProvisioner"
         assert type(cold.manager.provisioner).__name__ == "LocalProvisioner"
-        assert _facts(warm) == _facts(cold)
-        assert warm.evaluate("", "'mindspore' in sys.modules") != cold.evaluate("", "'mindspore' in sys.modules")
+        assert warm.evaluate("import sys", "'mindspore' in sys.modules") != cold.evaluate(
+            "import sys", "'mindspore' in sys.modules"
+        )
+        facts = _facts(cold)
+        assert facts[1] == {"MindSpore's log": [True, [True]]}
+        assert _facts(warm) == facts
     finally:
         warm.close()
         cold.close()

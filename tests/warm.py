@@ -309,6 +309,11 @@ os.chdir(request["cwd"])
 os.environ.clear()
 os.environ.update(request["env"])
 numpy.random.seed()  # a new process draws new numbers
+# MindSpore's logger was set up at import, for the zygote: its name holds the zygote's pid, and its
+# console handler writes to the zygote's sys.stderr, which ipykernel replaces. A kernel that
+# imports MindSpore in a cell sets it up with ipykernel's stderr, whose warnings reach the cell
+# before its reply; set up again on first use, this one does the same.
+mindspore.log.GLOBAL_LOGGER = None
 sys.argv[:] = request["argv"]
 sys.path[0] = os.getcwd()  # as ``python -m`` sets it
 runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
