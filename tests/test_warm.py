@@ -72,7 +72,7 @@ print(json.dumps({"MindSpore's log": [logger.name.endswith(f".{os.getpid()}"), [
 """
 
 
-def _facts(kernel) -> dict:
+def _facts(kernel) -> list[dict]:
     status, outputs = kernel.run(_KERNEL_FACTS % os.path.realpath(kernel.cwd))
     assert status == "ok", outputs
     return [json.loads(line) for line in text_of(outputs, name="stdout").splitlines()]
