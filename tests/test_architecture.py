@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,12 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once for every rule here (the rules only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _type_checking_only(tree: ast.AST) -> set[int]:
     """Line numbers of imports under ``if TYPE_CHECKING:`` (they never run)."""
     lines = set()
@@ -41,13 +48,18 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports(name: str) -> Iterator[tuple[str, int]]:
+@functools.cache
+def imports(name: str) -> tuple[tuple[str, int], ...]:
     """Every module ``name`` imports, anywhere in its file: ``(absolute name, line)``.
 
     ``from .pkg import sub`` counts as an import of ``pkg.sub`` when ``sub`` is a module.
     """
+    return tuple(_imports(name))
+
+
+def _imports(name: str) -> Iterator[tuple[str, int]]:
     path = MODULES[name]
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     skip = _type_checking_only(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -174,8 +186,7 @@ def test_readers_never_render_at_import_time():
     for name in MODULES:
         if not _under(name, "dumps"):
             continue
-        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-        for node in tree.body:
+        for node in parsed(MODULES[name]).body:
             if isinstance(node, ast.ImportFrom) and node.module and "views" in node.module:
                 pytest.fail(f"{name} imports {node.module} at module level")
 
@@ -240,9 +251,10 @@ OPENS_WHAT_MSDEBUG_WROTE = {
 }
 
 
-def file_calls(source: str) -> Iterator[tuple[int, str]]:
-    """``(line, call)`` of each call in ``source`` that opens, reads or maps a file by name."""
-    for node in ast.walk(ast.parse(source)):
+def file_calls(source: str | ast.AST) -> Iterator[tuple[int, str]]:
+    """``(line, call)`` of each call in ``source`` (code, or its tree) that opens, reads or maps a
+    file by name."""
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Call):
             func = node.func
             by_name = isinstance(func, ast.Name) and func.id == "open"
@@ -266,7 +278,7 @@ def test_files_msdebug_did_not_write_open_only_through_the_opener():
         where = path.relative_to(PACKAGE).as_posix()
         if where == "files.py":
             continue
-        for line, call in file_calls(path.read_text(encoding="utf-8")):
+        for line, call in file_calls(parsed(path)):
             found[(where, call)] = line
     bypass = [f"msdebug/{where}:{line}: {call}" for (where, call), line in found.items()
               if (where, call) not in OPENS_WHAT_MSDEBUG_WROTE]  # fmt: skip
