@@ -256,12 +256,97 @@ def test_an_interrupt_at_any_call_or_return_of_apply_is_raised_by_it_and_leaves_
             if problems:
                 bad.append((n, problems))
         report({"positions": positions, "fired": fired, "raised": raised, "deferred": interrupts.deferred,
-                "bad": bad[:10]})
+                "bad": bad[:10], "bad_at": [n for n, _ in bad]})
         """.replace("AROUND", repr(around))
     )
     assert result["bad"] == [], result
     assert result["positions"] > 100 and result["raised"] == result["fired"] == result["positions"], result
     assert result["deferred"] > 50, result
+
+
+def test_an_interrupt_at_any_call_or_return_of_a_failed_msdiffs_cleanup_waits_for_it():
+    # A %%msdiff run that fails or is interrupted leaves nothing: the side's __exit__ takes its
+    # hooks off and removes its recordings (DiffSession.discard), with SIGINT held. A second
+    # Ctrl-C inside that removal cut shutil.rmtree short, between its os.close and the flag that
+    # says so: the cell ended in "OSError: Bad file descriptor" with the folders half gone
+    # (found by test_cell_interrupts). Deterministic, at every position: a profile function
+    # raises SIGINT at the n-th call or return event of discard() under a hold, as __exit__
+    # calls it. Each time the interrupt waits and is raised after it, and the recordings (the
+    # scratch folder, and the --save run that never got its run.json) are gone.
+    result = _run(
+        """
+        import pathlib, shutil, signal, sys, tempfile
+        import mindspore as ms
+        from mindspore.ops.primitive import Primitive
+        from msdebug.recorders.diff import DiffSession
+        runs = pathlib.Path(tempfile.mkdtemp())
+        def made():
+            session = DiffSession("y = 1", {}, "repeat", save="kept", runs_dir=runs)
+            for side in (session.scratch / "side1", runs / "kept"):  # what the runs recorded
+                for folder in ("a", "a/b", "c"):
+                    (side / folder).mkdir(parents=True)
+                    (side / folder / "t.npy").write_bytes(b"x" * 64)
+            return session
+        def left(session):
+            return [path.name for path in (session.scratch, runs / "kept") if path.exists()]
+        # The real path once: an interrupted side's __exit__ takes the hooks off and discards.
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        original = Primitive.__dict__["__call__"]
+        session = made()
+        shutil.rmtree(runs / "kept")  # the side's recorder makes it
+        session.sides[0].__enter__()
+        hooked = Primitive.__dict__["__call__"] is not original
+        session.sides[0].__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+        exited = {"hooked": hooked, "unhooked": Primitive.__dict__["__call__"] is original, "left": left(session)}
+        events = [0]
+        def count(frame, event, arg):
+            events[0] += arg is not sys.setprofile
+        session = made()
+        interrupts.hold()
+        sys.setprofile(count)
+        session.discard()
+        sys.setprofile(None)
+        interrupts.let_go()
+        positions, bad = events[0], []
+        raised = fired = 0
+        for n in range(1, positions + 1):
+            session, seen = made(), [0]
+            def inject(frame, event, arg):
+                global fired
+                seen[0] += arg is not sys.setprofile
+                if seen[0] == n:
+                    sys.setprofile(None)
+                    fired += 1
+                    signal.raise_signal(signal.SIGINT)
+            problems = []
+            interrupts.hold()
+            try:
+                sys.setprofile(inject)
+                session.discard()
+            except KeyboardInterrupt:
+                raised += 1
+            except BaseException as error:
+                problems.append(repr(error))
+            finally:
+                sys.setprofile(None)
+                interrupts.let_go()
+            problems += [f"{name} left" for name in left(session)]
+            if interrupts._holds or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+                problems.append(f"holds={interrupts._holds}, handler {signal.getsignal(signal.SIGINT)}")
+                interrupts._holds = 0
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            for path in (session.scratch, runs / "kept"):
+                shutil.rmtree(path, ignore_errors=True)
+            if problems:
+                bad.append((n, problems))
+        report({"exited": exited, "positions": positions, "fired": fired, "raised": raised,
+                "deferred": interrupts.deferred, "bad": bad[:10]})
+        """
+    )
+    assert result["exited"] == {"hooked": True, "unhooked": True, "left": []}, result
+    assert result["bad"] == [], result
+    assert result["positions"] > 100 and result["raised"] == result["fired"] == result["positions"], result
+    assert result["deferred"] > 100, result
 
 
 # --------------------------------------------------------------------------- the print capture

@@ -240,7 +240,11 @@ class Side:
 
     @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the hooks' removal
     def __exit__(self, kind, error, tb) -> bool:
-        self._close()
+        try:
+            self._close()
+        finally:
+            if kind is not None:
+                self.session.discard()  # here, where a second Ctrl-C waits for it
         if kind is None:
             self._finish()
         return False
@@ -330,6 +334,7 @@ class DiffSession:
         else:
             raise ValueError(f"unknown comparison {how!r}")
 
+    @interrupts.protected  # a second Ctrl-C waits: cut short, rmtree leaves half a folder (or EBADF)
     def discard(self) -> None:
         """After a run that failed or was interrupted: its recordings go, and so does a run
         being saved that never got its ``run.json`` (the name is free again)."""

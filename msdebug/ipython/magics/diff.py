@@ -109,6 +109,6 @@ class DiffMagics(Magics):
             for side in session.sides:
                 run_body(self.shell, "msdiff", args.line, args.cell, side, after)
         except BaseException:
-            session.discard()
+            session.discard()  # a side that failed has discarded already; this is for an interrupt between sides
             raise
         return session.report()
