@@ -83,7 +83,7 @@ def kernel():
 
 def _finish(k: Kernel, msg_id: str) -> list[str]:
     """Wait for the interrupted cell's end; the names of the errors it reported."""
-    errors = []
+    errors, printed = [], {"stdout": "", "stderr": ""}
     try:
         while True:
             msg = k.client.get_iopub_msg(timeout=120)
@@ -95,7 +95,15 @@ def _finish(k: Kernel, msg_id: str) -> list[str]:
                 # The second interrupt landed while IPython formatted the first one's traceback:
                 # IPython then prints this line instead (InteractiveShell.showtraceback).
                 errors.append("KeyboardInterrupt")
+            elif msg["msg_type"] == "stream":
+                printed[msg["content"]["name"]] += msg["content"]["text"]
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                if "Unexpected exception formatting exception" in printed["stdout"]:
+                    # IPython's formatter failed on the traceback (a frame of MindSpore's at
+                    # "line None", seen twice in about 1400 rounds): it printed it instead, as
+                    # Python does, and sent no error message. Its last line names the error.
+                    last = printed["stderr"].strip().splitlines()[-1:] or [""]
+                    errors.append(last[0].split(":")[0])
                 return errors
     except queue.Empty:
         return errors  # ipykernel may lose the idle status when an interrupt lands in its own code
@@ -117,7 +125,6 @@ def test_double_interrupts_at_any_moment_of_a_cell_magic(kernel, magic, mode, ro
     status, outputs = k.run(f"ms.set_context(mode=ms.{mode}); net(x).asnumpy();")
     assert status == "ok", outputs
     rng = random.Random(magic)
-    interrupted = 0
     deferred_before = _value(k, "interrupts.deferred")
     landed_rounds = 0
     number = 0
@@ -137,13 +144,13 @@ def test_double_interrupts_at_any_moment_of_a_cell_magic(kernel, magic, mode, ro
         time.sleep(rng.uniform(0.0, 0.003))
         k.manager.interrupt_kernel()
         errors = _finish(k, msg_id)
-        interrupted += errors == ["KeyboardInterrupt"]
+        # Every round ends in a KeyboardInterrupt, and in nothing else: none is lost or turned into
+        # another error (the second one, 0-3 ms later, may add a second KeyboardInterrupt).
+        assert errors and set(errors) == {"KeyboardInterrupt"}, (number, errors)
         intact = _value(k, "_intact()")  # the kernel answers
         assert intact == {"primitive": True, "tensor": True, "handler": True, "c_handler": True}, (number, intact)
         landed_rounds += _value(k, "interrupts.deferred") > before
-    # Most cells end in their KeyboardInterrupt (an interrupt that lands in ipykernel's own
-    # code between cells may be lost instead); enough rounds hit the protected parts.
-    assert interrupted >= number // 2, (interrupted, number)
+    # Enough rounds hit the protected parts.
     assert landed_rounds >= landed, (landed_rounds, _value(k, "interrupts.deferred") - deferred_before)
     # And the magic still works afterwards.
     status, outputs = k.run(_CELLS[magic].replace("+ 60", "+ 0.05"))
