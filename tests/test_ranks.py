@@ -3,6 +3,7 @@ from a real Jupyter kernel (no status comm is open, so outputs are rank-prefixed
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -382,6 +383,32 @@ def test_stopping_kills_a_rank_still_busy_with_a_cell_at_once():
         assert status == "error" and "rank 1: still running" in _stderr(outputs), outputs
         status, outputs = kernel.run("from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())", 120)
         assert status == "ok", outputs
+        assert _wait_gone(ours, 10), ours
+    finally:
+        kernel.close()
+
+
+def test_ctrl_c_while_stop_gives_idle_ranks_time_ends_the_wait_and_still_ends_the_whole_job():
+    """``%msrun stop`` gives idle ranks time to end. A Ctrl-C in that wait ends it early, and
+    every process of the job is killed all the same; before, the notebook had dropped the job
+    already, and its ranks and scheduler ran on, out of its reach, until the kernel ended."""
+    kernel = Kernel()
+    try:
+        ours = _started_job(kernel)
+        ranks = json.loads(
+            kernel.evaluate(
+                "import json\nfrom msdebug.ipython.magics import ranks", "json.dumps(list(ranks._pool.pids.values()))"
+            ).strip("'")
+        )
+        for pid in ranks:  # stopped, they cannot act on the shutdown request: stop waits for them
+            os.kill(pid, signal.SIGSTOP)
+        msg_id = kernel.client.execute("from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())")
+        deadline = time.monotonic() + 120
+        while "_wait_ended" not in kernel.python_stacks() and time.monotonic() < deadline:
+            pass  # each look asks the kernel for its stacks and waits for them
+        kernel.manager.interrupt_kernel()
+        status, outputs = kernel.finish(msg_id, 120)
+        assert status == "error" and outputs[-1]["ename"] == "KeyboardInterrupt", outputs
         assert _wait_gone(ours, 10), ours
     finally:
         kernel.close()

@@ -593,34 +593,41 @@ class Pool:
                 reached.append(rank)
         return reached
 
+    @protected
     def stop(self, timeout: float = 10.0) -> None:
         """Shut every rank down, then kill msrun's scheduler. An idle rank gets ``timeout``
         seconds to end; one still busy with a cell is killed at once: its main thread is in the
-        cell (a collective that never completes, a loop), so it could not act on the request."""
-        for client in self.clients.values():
-            try:
-                client.shutdown()
-                client.stop_channels()
-            except Exception:  # noqa: BLE001, S110 - a rank that died cannot be asked
-                pass
+        cell (a collective that never completes, a loop), so it could not act on the request.
+
+        A Ctrl-C while idle ranks get their time ends that wait, and the rest is killed all the
+        same before it is raised; one anywhere else in here waits for the end (the notebook has
+        dropped the pool by then: a job left half stopped would run on out of its reach).
+        """
         supervisors = {stem: pid for stem, pid in self._supervisors().items() if stem != "scheduler"}
         busy = {role_name(rank) for rank in self.busy}
-        for stem, pid in supervisors.items():
-            if stem in busy:
-                _signal(pid, signal.SIGKILL, group=True)  # msrun gave each rank a session of its own
-        _wait_ended([pid for stem, pid in supervisors.items() if stem not in busy], timeout)
-        for stem, pid in supervisors.items():
-            if not self.exit_of(stem):
-                _signal(pid, signal.SIGKILL, group=True)
-        if self.process is not None:
-            _signal(self.process.pid, signal.SIGKILL, group=True)  # the scheduler, in msrun's group
-            self.process.wait(timeout=timeout)
-        for fd in self._pidfds.values():
-            os.close(fd)
-        self._pidfds.clear()
-        self.clients.clear()
-        self.busy.clear()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            for client in self.clients.values():
+                try:
+                    client.shutdown()
+                    client.stop_channels()
+                except Exception:  # noqa: BLE001, S110 - a rank that died cannot be asked
+                    pass
+            for stem, pid in supervisors.items():
+                if stem in busy:
+                    _signal(pid, signal.SIGKILL, group=True)  # msrun gave each rank a session of its own
+            _wait_ended([pid for stem, pid in supervisors.items() if stem not in busy], timeout)
+        finally:
+            for stem, pid in supervisors.items():
+                if not self.exit_of(stem):
+                    _signal(pid, signal.SIGKILL, group=True)
+            if self.process is not None:
+                _signal(self.process.pid, signal.SIGKILL, group=True)  # the scheduler, in msrun's group
+                self.process.wait(timeout=timeout)
+            while self._pidfds:
+                os.close(self._pidfds.popitem()[1])
+            self.clients.clear()
+            self.busy.clear()
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def _supervisors(self) -> dict[str, int]:
         found = {}
@@ -650,8 +657,10 @@ def _poll(poller: zmq.Poller, timeout_ms: float) -> list:
     return [key for key, _ in poller.poll(timeout_ms)]
 
 
+@interruptible
 def _wait_ended(pids: Sequence[int], timeout: float) -> None:
-    """Wait until every process of ``pids`` has ended, or ``timeout`` seconds (pidfds, no timer)."""
+    """Wait until every process of ``pids`` has ended, or ``timeout`` seconds (pidfds, no timer);
+    Ctrl-C ends the wait."""
     fds = []
     for pid in pids:
         try:
