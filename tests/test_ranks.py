@@ -403,9 +403,10 @@ def test_ctrl_c_while_stop_gives_idle_ranks_time_ends_the_wait_and_still_ends_th
         for pid in ranks:  # stopped, they cannot act on the shutdown request: stop waits for them
             os.kill(pid, signal.SIGSTOP)
         msg_id = kernel.client.execute("from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())")
-        deadline = time.monotonic() + 120
-        while "_wait_ended" not in kernel.python_stacks() and time.monotonic() < deadline:
-            pass  # each look asks the kernel for its stacks and waits for them
+        deadline, stacks = time.monotonic() + 120, ""
+        while "_wait_ended" not in stacks and time.monotonic() < deadline:
+            stacks = kernel.python_stacks()  # each look asks the kernel for its stacks and waits for them
+        assert "_wait_ended" in stacks, stacks[-3000:]
         kernel.manager.interrupt_kernel()
         status, outputs = kernel.finish(msg_id, 120)
         assert status == "error" and outputs[-1]["ename"] == "KeyboardInterrupt", outputs
