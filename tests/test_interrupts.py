@@ -25,7 +25,7 @@ from helpers import Kernel, run_python, text_of
 # `duration(call)`, the time the guarded call takes on this machine now, so the interrupts
 # spread over the call whatever the machine's speed; none of the outcomes depends on it.
 _BURST = """
-import json, os, random, signal, time
+import json, os, random, signal, sys, time
 from msdebug import interrupts
 
 _out = os.dup(1)  # the test's pipe, whatever happens to fd 1 and sys.stdout
@@ -57,6 +57,20 @@ def where_raised(error):
         codes.append(tb.tb_frame.f_code)
         tb = tb.tb_next
     return [code.co_name for code in codes if code.co_filename != interrupts.__file__][-1]
+
+_fired = [0]
+
+def interrupt_at(n):
+    # A profile function that raises SIGINT at the n-th call or return event (Python and C
+    # functions alike) after it is set, once; _fired counts them.
+    seen = [0]
+    def inject(frame, event, arg):
+        seen[0] += arg is not sys.setprofile
+        if seen[0] == n:
+            sys.setprofile(None)
+            _fired[0] += 1
+            signal.raise_signal(signal.SIGINT)
+    return inject
 
 def quiet():
     # After `_left[0] = 0` (a plain store, where no signal is handled): stop the timer.
@@ -220,20 +234,12 @@ def test_an_interrupt_at_any_call_or_return_of_apply_is_raised_by_it_and_leaves_
             sys.setprofile(None)
         msdebug.set(**off)
         positions, bad = events[0], []
-        raised = fired = 0
+        raised = 0
         for n in range(1, positions + 1):
-            seen = [0]
-            def inject(frame, event, arg):
-                global fired
-                seen[0] += arg is not sys.setprofile
-                if seen[0] == n:
-                    sys.setprofile(None)
-                    fired += 1
-                    signal.raise_signal(signal.SIGINT)
             problems = []
             with around():
                 try:
-                    sys.setprofile(inject)
+                    sys.setprofile(interrupt_at(n))
                     msdebug.set(**on)
                 except KeyboardInterrupt:
                     raised += 1
@@ -255,8 +261,8 @@ def test_an_interrupt_at_any_call_or_return_of_apply_is_raised_by_it_and_leaves_
             msdebug.set(**off)
             if problems:
                 bad.append((n, problems))
-        report({"positions": positions, "fired": fired, "raised": raised, "deferred": interrupts.deferred,
-                "bad": bad[:10], "bad_at": [n for n, _ in bad]})
+        report({"positions": positions, "fired": _fired[0], "raised": raised, "deferred": interrupts.deferred,
+                "bad": bad[:10]})
         """.replace("AROUND", repr(around))
     )
     assert result["bad"] == [], result
@@ -308,20 +314,13 @@ def test_an_interrupt_at_any_call_or_return_of_a_failed_msdiffs_cleanup_waits_fo
         sys.setprofile(None)
         interrupts.let_go()
         positions, bad = events[0], []
-        raised = fired = 0
+        raised = 0
         for n in range(1, positions + 1):
-            session, seen = made(), [0]
-            def inject(frame, event, arg):
-                global fired
-                seen[0] += arg is not sys.setprofile
-                if seen[0] == n:
-                    sys.setprofile(None)
-                    fired += 1
-                    signal.raise_signal(signal.SIGINT)
+            session = made()
             problems = []
             interrupts.hold()
             try:
-                sys.setprofile(inject)
+                sys.setprofile(interrupt_at(n))
                 session.discard()
             except KeyboardInterrupt:
                 raised += 1
@@ -339,7 +338,7 @@ def test_an_interrupt_at_any_call_or_return_of_a_failed_msdiffs_cleanup_waits_fo
                 shutil.rmtree(path, ignore_errors=True)
             if problems:
                 bad.append((n, problems))
-        report({"exited": exited, "positions": positions, "fired": fired, "raised": raised,
+        report({"exited": exited, "positions": positions, "fired": _fired[0], "raised": raised,
                 "deferred": interrupts.deferred, "bad": bad[:10]})
         """
     )
