@@ -99,14 +99,21 @@ def _finish(k: Kernel, msg_id: str) -> list[str]:
                 printed[msg["content"]["name"]] += msg["content"]["text"]
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 if "Unexpected exception formatting exception" in printed["stdout"]:
-                    # IPython's formatter failed on the traceback (a frame of MindSpore's at
-                    # "line None", seen twice in about 1400 rounds): it printed it instead, as
-                    # Python does, and sent no error message. Its last line names the error.
-                    last = printed["stderr"].strip().splitlines()[-1:] or [""]
-                    errors.append(last[0].split(":")[0])
+                    errors.append(_shown_by_ipythons_fallback(printed["stderr"]))
                 return errors
     except queue.Empty:
         return errors  # ipykernel may lose the idle status when an interrupt lands in its own code
+
+
+def _shown_by_ipythons_fallback(stderr: str) -> str:
+    """The error a cell ended in when IPython's formatter failed on its traceback (a frame of
+    MindSpore's at "line None", seen twice in about 1500 rounds): IPython then prints the chain
+    as Python does, the formatter's own error last, and sends no error message. The error it
+    was showing ends the part before the one that goes through ``showtraceback``."""
+    parts = stderr.split("During handling of the above exception, another exception occurred:")
+    shown = next((parts[i - 1] for i in range(len(parts) - 1, 0, -1) if "in showtraceback" in parts[i]), "")
+    last = shown.strip().splitlines()[-1:] or ["(not found)"]
+    return last[0].split(":")[0]
 
 
 def _value(k: Kernel, expression: str):
