@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import pytest
 
@@ -192,15 +193,19 @@ print("screen again"); net(x, Tensor(5))
     assert msdebug.read_print_file(tmp_path / "run.txt").source == "text file"
 
 
-def test_print_file_path_refuses_directories_and_taken_suffixes(ip, tmp_path):
+def test_print_file_path_refuses_directories_and_taken_suffixes(ip, tmp_path, monkeypatch):
     from IPython.core.error import UsageError
+
+    import msdebug.recorders.print as recorder
 
     with pytest.raises(UsageError, match=r"print_file_path should be a file path, but .* is a directory"):
         ip.run_line_magic("mscontext", f"print_file_path={tmp_path}")
+    # The suffix is the clock's second; the test holds the clock still rather than racing it
+    # (on a loaded machine a second passes between writing the files and setting the key).
+    monkeypatch.setattr(recorder, "time", types.SimpleNamespace(time=lambda: 1_700_000_000.5))
     (tmp_path / "a.txt").write_text("first\n")
-    (tmp_path / f"a.txt.{int(time.time())}").write_text("second\n")
-    (tmp_path / f"a.txt.{int(time.time()) + 1}").write_text("second\n")
-    with pytest.raises(UsageError, match=r"exists and so does .*a\.txt\.\d+; msdebug never overwrites"):
+    (tmp_path / "a.txt.1700000000").write_text("second\n")
+    with pytest.raises(UsageError, match=r"exists and so does .*a\.txt\.1700000000; msdebug never overwrites"):
         ip.run_line_magic("mscontext", f"print_file_path={tmp_path / 'a.txt'}")
     assert msdebug.get("print_file_path") == ""
     assert (tmp_path / "a.txt").read_text() == "first\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -28,7 +28,7 @@ from msdebug.dumps.diff import (
 )
 from msdebug.errors import DumpError, DumpFormatError, InvalidValueError
 
-FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=80)
 F32 = Tolerance(1e-4, 1e-6)
 
 

@@ -209,9 +209,7 @@ _INDEX = st.recursive(
 )
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(index=_INDEX, as_run=st.booleans())
 def test_any_index_gives_a_run_or_one_msdebug_error(tmp_path, index, as_run):
     if as_run and isinstance(index, dict):

@@ -24,7 +24,7 @@ from msdebug.dumps.nan import scan_dump
 from msdebug.errors import MsDebugError
 
 ROOT = Path(datadump.__file__).resolve().parents[2]  # the msdebug under test, for the command too
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=60)
 
 # --------------------------------------------------------------------------- the matcher's definition
 
@@ -87,7 +87,7 @@ def _shape(result):
     return [(op.index, op.name, op.op_type, op.inputs, op.outputs) for op in ops], unmatched
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(match_case())
 @example((["Default/Mul-op1", "Default/Mul-op2"], []))
 def test_matching_agrees_with_its_quadratic_definition(case):
@@ -234,7 +234,7 @@ def _everything(path: Path) -> None:
     report._repr_html_()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(dump_tree())
 def test_dump_trees(files):
     with tempfile.TemporaryDirectory() as scratch:
@@ -248,7 +248,7 @@ def test_dump_trees(files):
 # --------------------------------------------------------------------------- the real command
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=4, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(dump_tree(), st.sampled_from([["--nan"], ["--exec-order"], []]))
 def test_the_command_exits_0_1_or_2_with_one_line(files, options):
     with tempfile.TemporaryDirectory() as scratch:

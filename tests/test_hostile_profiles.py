@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import msdebug
@@ -385,7 +385,7 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120)
 @given(
     _csv_text(REAL_TYPES, TYPE_ROW),
     _csv_text(REAL_DETAILS, DETAIL_ROW),
@@ -408,7 +408,7 @@ def test_fuzzed_profile_files_give_a_report_or_one_line(types, details, stamps, 
         _read_and_render(root)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120)
 @given(st.binary(max_size=600), st.sampled_from(["types", "details", "stamps", "steps"]))
 def test_raw_bytes_in_each_profile_file(data, which):
     with tempfile.TemporaryDirectory() as folder:
@@ -417,7 +417,7 @@ def test_raw_bytes_in_each_profile_file(data, which):
         _read_and_render(_profile(Path(folder), **files))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     st.one_of(
         st.dictionaries(st.sampled_from(["start_step", "stop_step", "is_valid", "analyse", "x"]), JSON_VALUE),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from msdebug.dumps import DumpFormatError, IrFile, parse_ir, read_ir
@@ -84,7 +84,7 @@ def parse_or_format_error(data: bytes) -> IrFile | None:
         return None
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(st.lists(line, max_size=60), st.booleans())
 @example(["subgraph @g() {", "  %0(a) = Op()", "subgraph @h() {", "}"], True)  # @g has no "}"
 def test_structured_garbage(lines, final_newline):
@@ -96,7 +96,7 @@ def test_structured_garbage(lines, final_newline):
     check(ir, text.encode("utf-8", "surrogatepass"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.binary(max_size=2000))
 def test_raw_bytes(data):
     ir = parse_or_format_error(data)
@@ -104,7 +104,7 @@ def test_raw_bytes(data):
         check(ir, data)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.integers(min_value=0, max_value=len(_SAMPLE.read_bytes())))
 def test_real_file_cut_anywhere(cut):
     data = _SAMPLE.read_bytes()[:cut]
@@ -146,7 +146,7 @@ def _everything(data: bytes, bulk: bool, chunk: int) -> list | str:
     return [head, graphs, [(node.graph, node.lineno) for node in ir.nodes()], list(ir.graphs.counts())]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(st.lists(st.one_of(st.sampled_from(RUNS), line), max_size=60), st.booleans(), st.integers(1, 80))
 @example(["# In file /p.py:1/c/", "subgraph @e() {", "}", "subgraph @e() {", "", "}"], True, 80)
 @example(["subgraph @g() {", "  %0(a) = Op()", "subgraph @e() {", "}", "}"], False, 7)  # @g has no "}"

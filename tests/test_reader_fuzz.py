@@ -30,7 +30,7 @@ from msdebug.errors import MsDebugError
 from msdebug.recorders.envconfig import EnvConfig
 
 ROOT = Path(printfile.__file__).resolve().parents[2]  # the msdebug under test, for the command too
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=60)
 HUGE = "9" * 5000  # beyond int()'s 4,300 digits
 # Numbers as files spell them, and as they must not be read: Unicode digits, past int64, past int().
 NUMBERS = ["0", "1", "2", "007", "4", "9223372036854775807", "9223372036854775808", "18446744073709551616",
@@ -300,7 +300,7 @@ def _explore(path: Path) -> None:
             result_or_one_line(lambda r=rank.rank: repr(explorer.memory(rank=r)))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     st.dictionaries(rdr_name, contents, max_size=6),
     st.sampled_from(["rank_0/rdr", "rank_١/rdr", "rdr", "rank_99999999999999999999/rdr"]),
@@ -312,7 +312,7 @@ def test_rdr_trees(files, where):
         result_or_one_line(_explore, root)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.dictionaries(graph_name, contents, max_size=8))
 def test_save_graphs_directories(files):
     with tempfile.TemporaryDirectory() as scratch:
@@ -464,7 +464,7 @@ def _exits_0_or_2_with_one_line(done: subprocess.CompletedProcess) -> None:
     assert len(done.stderr.splitlines()) <= (1 if done.returncode == 2 else 0), done.stderr[-3000:]
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.dictionaries(graph_name | rdr_name.map(lambda n: f"rank_0/rdr/{n}"), contents, min_size=1, max_size=6),
        st.sampled_from([[], ["--exec-order"], ["--memory"], ["--graph", "optimize"]]))  # fmt: skip
 @example({f"rank_0/rdr/PIPELINE.{HUGE[:200]}_x.20240101000000.ir": b"subgraph @g() {\n}\n",
@@ -478,7 +478,7 @@ def test_the_dump_command(files, options):
         _exits_0_or_2_with_one_line(_command("dump", str(root), *options))
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.one_of(st.lists(binary_value, min_size=1, max_size=3).map(b"".join),
                  st.lists(tensor_text | noise, max_size=4).map(lambda ps: "\n".join(ps).encode("utf-8", "surrogatepass"))),
        st.sampled_from(["auto", "binary", "text"]))  # fmt: skip

@@ -54,14 +54,14 @@ def test_hostile_labels_are_escaped_in_every_picture():
         assert any(text.startswith('"><script>') for text in texts(root)), svg
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.text(max_size=60))
 def test_any_label_gives_well_formed_svg(label):
     for svg in every_picture(label):
         parse(svg)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(
         st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.integers(-(10**9), 10**9)), max_size=300

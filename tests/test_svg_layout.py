@@ -92,13 +92,13 @@ def check_layout(boxes: list[GraphBox], edges: list[tuple[str, str]], dag: bool)
             assert one is two or not overlap(one.rect, two.rect), (one, two)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(dags())
 def test_random_dags_lay_out_without_overlap_downwards_and_clustered(graph):
     check_layout(*graph, dag=True)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.integers(1, 25).flatmap(
         lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60))
@@ -170,7 +170,7 @@ def test_the_same_graph_gives_the_same_layout_in_any_process():
 # --------------------------------------------------------------------------- line chart scales
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(
     st.dictionaries(
         st.text(max_size=5),
