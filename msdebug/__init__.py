@@ -176,7 +176,7 @@ def compare_profiles(before, after, top: int = 15, order: str = "change"):
 
 def profiler_options(apply: bool = True, **values: Any):
     """Validate ``MS_PROFILER_OPTIONS`` and set it; says when it is too late and gives a first cell."""
-    from .recorders.profile import profiler_options as _options
+    from .recorders.profile_options import profiler_options as _options
 
     return _options(apply=apply, **values)
 
@@ -185,7 +185,7 @@ def dynamic_profile(
     cfg_path="./dyn_cfg", output_path="./dyn_profile_data", poll_interval: int = 2, verbose: bool = False
 ):
     """MindSpore's DynamicProfilerMonitor (``.callback``, ``.step()``) with ``.edit()`` for its config."""
-    from .recorders.profile import dynamic_profile as _dynamic
+    from .recorders.profile_dynamic import dynamic_profile as _dynamic
 
     return _dynamic(cfg_path=cfg_path, output_path=output_path, poll_interval=poll_interval, verbose=verbose)
 

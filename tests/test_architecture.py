@@ -208,7 +208,9 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("recorders/envconfig.py", "os.fdopen(fd, 'w', encoding='utf-8')"): "writes the mkstemp file of an env_config",
     ("recorders/profile.py", "open(os.dup(sink.fileno()), 'wb')"): "writes to its own log sink",
     ("recorders/profile.py", "open(self.output / STEPS_FILE, 'x', encoding='utf-8')"): "writes new step marks",
-    ("recorders/profile.py", "open(temporary, 'w', encoding='utf-8')"): "writes profiler_config.json's temporary",
+    ("recorders/profile_dynamic.py", "open(temporary, 'w', encoding='utf-8')"): (
+        "writes profiler_config.json's temporary"
+    ),
     ("recorders/diff.py", "open(partial, 'x', encoding='utf-8')"): "writes a new run.json, renamed into place",
     ("recorders/diff.py", "open(root / file, 'xb')"): "writes a new tensor file of a saved run",
     ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
@@ -315,7 +317,10 @@ UI_PIECES = {"status", "panel", "explorer"}
 # What else a folder may hold: helpers that are no feature, each named in the README's Layout.
 HELPERS = {
     "backend": {"version", "process", "protos", "hooks"},  # hooks: PyNative op hooks, used by nan
-    "recorders": {"envconfig"},  # MindSpore's env_config.json file, which RDR is read from
+    # envconfig: MindSpore's env_config.json file, which RDR is read from; profile_options and
+    # profile_dynamic: the profiler's two other ways in (MS_PROFILER_OPTIONS / profiler_config.json,
+    # DynamicProfilerMonitor), beside the session in profile.py
+    "recorders": {"envconfig", "profile_options", "profile_dynamic"},
     "dumps": {"ir", "cells", "rendered"},  # the .ir format (rdr and graphs); notebook cell names; the models' mixin
     "views": {"_html", "_text", "svg", "report"},  # shared HTML/text pieces; SVG charts; the report model
     "ipython": {"extension", "prefs", "hooks", "completion", "controls", "comm"},

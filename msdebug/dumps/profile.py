@@ -15,7 +15,8 @@ msdebug adds ``msdebug_steps.json``: the wall-clock bounds of each recorded step
 Everything here is a pure reader: a missing, cut-short or malformed file gives a line in
 ``problems`` and whatever could be read, never an exception, except when the path holds no
 profile at all. Files are streamed: a timestamp file of millions of executions is read in
-blocks of a few MB.
+blocks of a few MB. The report models (:class:`ProfileReport`, :class:`ComparisonReport`) close
+the module: what a profile and a comparison show inline.
 """
 
 from __future__ import annotations
@@ -29,18 +30,22 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..errors import ProfileReadError
+from ..errors import InvalidValueError, ProfileReadError
 from ..files import MiB, open_regular
+from .rendered import Rendered, rendered_by
 
 __all__ = [
     "STEPS_FILE",
     "Comparison",
+    "ComparisonReport",
     "Executions",
     "OpChange",
     "OpRow",
     "OpTypeRow",
     "ProfileData",
+    "ProfileReport",
     "RankMark",
     "RankRun",
     "StepMarks",
@@ -75,6 +80,7 @@ _MAX_LINE = MiB
 _MAX_FIELD = 64 * 1024
 _MAX_TRACE_ITEM = 16 * MiB  # one event of a Chrome trace
 _INT64 = (1 << 63) - 1
+_TOP = 15  # single ops a report lists before folding the rest
 
 
 # --------------------------------------------------------------------------- models
@@ -1097,3 +1103,111 @@ def compare(before: ProfileData, after: ProfileData) -> Comparison:
         op_types=_changes(types_before, types_after),
         ops=_changes(_sums(before, "ops"), _sums(after, "ops")),
     )
+
+
+# --------------------------------------------------------------------------- reports
+
+
+class ProfileReport(Rendered):
+    """The inline report of a profile: op types, top ops, per-step times, ranks, notes."""
+
+    _views = rendered_by(lambda v: (v.profile.html_profile, v.profile.text_profile))
+
+    def __init__(
+        self,
+        data: ProfileData,
+        top: int = _TOP,
+        log: str = "",
+        notes: tuple[str, ...] = (),
+        timeline: bool = False,
+        order: str = "time",
+    ) -> None:
+        self.data, self.top, self.log, self.timeline = data, top, log, timeline
+        self.order = _check_order(order)
+        self.notes = tuple(notes) + tuple(data.problems) + tuple(p for run in data.runs for p in run.problems)
+
+    @property
+    def path(self) -> Path:
+        return self.data.root
+
+    @property
+    def partial(self) -> bool:
+        return self.data.partial
+
+    @property
+    def steps(self):
+        return self.data.steps
+
+    @property
+    def runs(self):
+        return self.data.runs
+
+    @property
+    def trace(self) -> Path | None:
+        return next((run.trace for run in self.data.runs if run.trace), None)
+
+    @property
+    def total_ms(self) -> float:
+        return sum(run.total_ms for run in self.data.runs)
+
+    def op_types(self, rank: int | None = None) -> list:
+        """Op-type rows of one rank (the first when None), longest total first (or by name)."""
+        run = self._run(rank)
+        if run is None:
+            return []
+        if self.order == "name":
+            return sorted(run.op_types, key=lambda row: row.op_type)
+        return sorted(run.op_types, key=lambda row: (-row.total_ms, row.op_type))
+
+    def ops(self, rank: int | None = None) -> list:
+        """Op rows of one rank (the first when None), longest total first (or by name)."""
+        run = self._run(rank)
+        if run is None:
+            return []
+        if self.order == "name":
+            return sorted(run.ops, key=lambda row: row.full_name)
+        return sorted(run.ops, key=lambda row: (-row.total_ms, row.full_name))
+
+    def rank_marks(self, limit: int | None = None) -> list[RankMark]:
+        """Per op type, its time on each rank (the first ``limit`` ranks) and the rank to look
+        at: the slowest in a compute op, the straggler (least time) in a collective."""
+        return rank_marks(self.data.runs[:limit])
+
+    def _run(self, rank: int | None):
+        if not self.data.runs:
+            return None
+        if rank is None:
+            return self.data.runs[0]
+        return next((run for run in self.data.runs if run.rank == rank), None)
+
+
+class ComparisonReport:
+    """Two profiles side by side: per op type and per op, before / after and the speed-up."""
+
+    def __init__(self, comparison: Comparison, top: int = _TOP, order: str = "change") -> None:
+        self.comparison, self.top = comparison, top
+        if order == "name":
+            comparison.op_types.sort(key=lambda change: change.name)
+            comparison.ops.sort(key=lambda change: change.name)
+
+    def __repr__(self) -> str:
+        from ..views.profile import text_comparison
+
+        return text_comparison(self.comparison, self.top)
+
+    def _repr_html_(self) -> str:
+        from ..views.profile import html_comparison
+
+        return html_comparison(self.comparison, self.top)
+
+
+def _check_order(order: Any) -> str:
+    if order not in ("time", "name"):
+        raise InvalidValueError(f"order must be 'time' (longest first) or 'name', got {order!r}.")
+    return order
+
+
+def _check_top(top: Any) -> int:
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 1000:
+        raise InvalidValueError(f"top must be a whole number from 1 to 1000, got {top!r}.")
+    return top

@@ -1,6 +1,6 @@
 """Profile reports as escaped, bounded HTML and plain text.
 
-Pure functions of the report objects of :mod:`msdebug.recorders.profile` (read by duck typing):
+Pure functions of the report objects of :mod:`msdebug.dumps.profile` (read by duck typing):
 op types with their share drawn as a bar, the top single ops with the rest folded, the time of
 each recorded step as an inline SVG, the ranks of a cluster profile with one rank per op type
 marked (the slowest in a compute op, the straggler in a collective), and where the Chrome trace is.
