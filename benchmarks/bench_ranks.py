@@ -3,19 +3,24 @@
 1. **Start**: ``Pool(n).start()`` plus ``init()`` on every rank (what ``%msrun start -n N`` and a
    first ``init()`` cell do), against msrun itself launching N scripts that ``import mindspore``,
    call ``init()`` and write a file (the baseline ends when every file is there), for N = 2 and
-   4, each run ``--runs`` times (the median counts).
+   4, each run ``--runs`` times (the median counts). The baseline's ranks beat as often as
+   msdebug's (``init()`` returns at a heartbeat): its environment gets the heartbeat variables
+   with the values :meth:`Pool.environment` gives msdebug's ranks.
 2. **Round trip**: ``Pool.execute("pass")`` on 4 ranks (an empty ``%%msrun`` cell), against
    ipyparallel's ``%px`` path (``DirectView.execute("pass", block=True)``) on 4 engines.
    ipyparallel is installed for this benchmark only, into a temporary directory.
 3. **Hangs**: ``--hangs`` cells in which rank 1 never returns (a Python loop) while rank 0 is
    done; each must be reported within ``--hang-after`` plus 5 s, then Ctrl-C frees rank 1.
 4. **Orphans**: ``--trials`` times, a fresh interpreter (standing in for the notebook's kernel)
-   starts 2 ranks and is then SIGKILLed (even trials) or stopped with ``Pool.stop`` (odd ones,
-   as a restart does); 5 s later no process of that job may be left.
+   starts 2 ranks and waits for a go-ahead on its stdin; the benchmark takes the job's pids
+   (msrun, and a supervisor and its process for the scheduler and each rank: 7), sends the
+   go-ahead, and the interpreter is SIGKILLed (even trials) or stops its pool with
+   ``Pool.stop`` (odd ones, as a restart does); 5 s later no process of that job may be left.
+   A trial that found fewer than 7 processes watched nothing worth counting: it fails.
 
 Goals: start at most 1.2x msrun's; round trip at most 50 ms and no slower than ipyparallel's;
-hangs named in time in every trial; no orphan in any trial. The script exits 1 when it misses
-one.
+hangs named in time in every trial; every orphan trial watched the whole job, and no orphan
+in any trial. The script exits 1 when it misses one.
 
     python benchmarks/bench_ranks.py [--runs 3] [--rounds 200] [--hangs 10] [--trials 100]
 """
@@ -40,6 +45,8 @@ START_RATIO = 1.2
 ROUND_TRIP_MS = 50.0
 HANG_GRACE_S = 5.0
 GONE_S = 5.0
+#: A 2-rank job: msrun, and for the scheduler and each rank a supervisor and its process.
+JOB_PROCESSES = 1 + 2 * (1 + 2)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,7 +69,20 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _msrun_baseline(n: int) -> float:
+def _heartbeat() -> dict[str, str]:
+    """The heartbeat variables msdebug's ranks start with (``MS_RETRY_INTERVAL_LOWER/UPPER``),
+    taken from the environment msdebug itself builds for them."""
+    from msdebug.ranks.pool import _HEARTBEAT, Pool
+
+    pool = Pool(1)  # only its environment: nothing is started
+    try:
+        env = pool.environment()
+    finally:
+        shutil.rmtree(pool.dir, ignore_errors=True)
+    return {name: env[name] for name in _HEARTBEAT if name in env}
+
+
+def _msrun_baseline(n: int, heartbeat: dict[str, str]) -> float:
     """Seconds from msrun's start until N scripts have imported MindSpore and built the cluster."""
     from msdebug.ranks.pool import _free_port, msrun_path
 
@@ -73,8 +93,9 @@ def _msrun_baseline(n: int) -> float:
         msrun_path(), f"--worker_num={n}", f"--local_worker_num={n}", f"--master_port={_free_port()}",
         f"--log_dir={work / 'logs'}", "--join=False", str(script), str(work),
     ]  # fmt: skip
+    env = {**_env(), **heartbeat}  # the ranks beat as often as msdebug's
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                start_new_session=True)  # fmt: skip
     while not all((work / f"ready{rank}").exists() for rank in range(n)):
         time.sleep(0.01)
@@ -188,6 +209,7 @@ from msdebug.ranks.pool import Pool
 pool = Pool(2)
 pool.start()
 print(pool.dir, flush=True)
+sys.stdin.readline()  # the go-ahead: the benchmark has taken the job's pids
 if {stop}:
     pool.stop()
     print("stopped", flush=True)
@@ -212,10 +234,10 @@ def _alive(pids: set[int]) -> set[int]:
     return alive
 
 
-def _orphans(trials: int) -> list[int]:
-    """Processes of each trial's job still alive GONE_S seconds after its kernel was killed or its
-    pool stopped."""
-    left = []
+def _orphans(trials: int) -> tuple[list[int], list[int]]:
+    """Per trial, the processes of its job watched, and those still alive GONE_S seconds after its
+    kernel was killed or its pool stopped."""
+    watched, left = [], []
     for trial in range(trials):
         stop = trial % 2 == 1
         kernel = subprocess.Popen(
@@ -223,7 +245,13 @@ def _orphans(trials: int) -> list[int]:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         pool_dir = kernel.stdout.readline().strip()
-        job = _job_processes(pool_dir)
+        job = _alive(_job_processes(pool_dir)) if pool_dir else set()
+        watched.append(len(job))
+        try:
+            kernel.stdin.write("go\n")  # the pids are taken: now it may stop (or be killed)
+            kernel.stdin.flush()
+        except BrokenPipeError:  # it died before the go-ahead: the trial watched too little
+            pass
         if stop:
             kernel.stdout.readline()
         else:
@@ -237,7 +265,7 @@ def _orphans(trials: int) -> list[int]:
             os.kill(pid, signal.SIGKILL)
         kernel.kill()
         kernel.wait()
-    return left
+    return watched, left
 
 
 def main() -> int:
@@ -251,9 +279,12 @@ def main() -> int:
 
     result: dict[str, object] = {}
     goals: dict[str, bool] = {}
+    heartbeat = _heartbeat()
+    print("both sides' ranks beat with", " ".join(f"{name}={value}" for name, value in heartbeat.items()))
+    result["heartbeat"] = heartbeat
     for n in (2, 4):
         ours = statistics.median(_msdebug_start(n) for _ in range(args.runs))
-        base = statistics.median(_msrun_baseline(n) for _ in range(args.runs))
+        base = statistics.median(_msrun_baseline(n, heartbeat) for _ in range(args.runs))
         ratio = ours / base
         print(f"start, {n} ranks: msdebug {ours:.2f} s, msrun + init() scripts {base:.2f} s: {ratio:.2f}x")
         result[f"start_{n}"] = {"msdebug_s": ours, "msrun_s": base, "ratio": ratio}
@@ -273,9 +304,14 @@ def main() -> int:
     result["hangs"] = hangs
     goals[f"hangs named in time in {in_time} of {len(hangs)}"] = in_time == len(hangs)
 
-    left = _orphans(args.trials)
-    print(f"orphans: {sum(left)} processes left in {sum(1 for n in left if n)} of {len(left)} trials")
-    result["orphans"] = left
+    watched, left = _orphans(args.trials)
+    short = sum(n < JOB_PROCESSES for n in watched)
+    print(f"orphans: {sum(left)} processes left in {sum(1 for n in left if n)} of {len(left)} trials; "
+          f"{min(watched, default=0)} to {max(watched, default=0)} processes watched per trial")  # fmt: skip
+    result["orphans"] = {"watched": watched, "left": left}
+    goals[f"every trial watched the whole job, {JOB_PROCESSES} processes ({short} of {len(watched)} watched fewer)"] = (
+        bool(watched) and short == 0
+    )
     goals[f"no orphan in {len(left)} kill and stop trials ({sum(left)} left)"] = sum(left) == 0
 
     print(json.dumps(result))
