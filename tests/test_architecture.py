@@ -323,7 +323,7 @@ HELPERS = {
     "recorders": {"envconfig", "profile_options", "profile_dynamic"},
     "dumps": {"ir", "cells", "rendered"},  # the .ir format (rdr and graphs); notebook cell names; the models' mixin
     "views": {"_html", "_text", "svg", "report"},  # shared HTML/text pieces; SVG charts; the report model
-    "ipython": {"extension", "prefs", "hooks", "completion", "controls", "comm"},
+    "ipython": {"extension", "prefs", "hooks", "completion", "comm"},
     "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body
 }
 
@@ -351,7 +351,9 @@ def test_each_feature_has_one_name_in_every_folder(folder):
 
 # The package's top holds what every feature shares, and no feature of its own: a feature's
 # recorder, reader, view and magics live in the folders above, under the feature's one name.
-TOP = {"__main__", "cli", "errors", "keys", "settings", "interrupts", "files", "schema"}
+# controls: the settings panel's model (which control a key gets, why it is locked), read by
+# ipython/panel.py and views/panel.py alike.
+TOP = {"__main__", "cli", "errors", "keys", "settings", "interrupts", "files", "schema", "controls"}
 
 
 def test_no_feature_lives_at_the_top_of_the_package():

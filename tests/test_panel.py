@@ -84,7 +84,7 @@ print(a, b, c, "mindspore" in sys.modules, "ipywidgets" in sys.modules)
 def test_the_rdr_section_is_written_to_a_new_file_where_rdr_exists(tmp_path):
     # RDR exists only up to MindSpore 2.7.0; this environment has 2.10, so the panel's
     # model is asked about 2.7.0 directly. The file itself is checked by MindSpore 2.10.
-    from msdebug.ipython import controls
+    from msdebug import controls
     from msdebug.recorders.envconfig import rdr_unavailable
 
     assert rdr_unavailable("2.7.0") == ""

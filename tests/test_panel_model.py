@@ -11,10 +11,9 @@ import mindspore as ms
 import pytest
 
 import msdebug
-from msdebug import settings
+from msdebug import controls, settings
 from msdebug.backend import DeviceState
 from msdebug.errors import InvalidValueError
-from msdebug.ipython import controls
 from msdebug.keys import CATALOG
 from msdebug.recorders.envconfig import rdr_unavailable
 

@@ -232,7 +232,7 @@ def test_what_msdebug_wrote_to_a_key_mindspore_cannot_read_is_put_back_too(resto
 
 
 def test_the_panel_has_them_in_a_group_of_their_own_and_sets_them(restored_context):
-    from msdebug.ipython import controls
+    from msdebug import controls
 
     panel = controls.model(settings.state())
     groups = dict(panel.groups)

@@ -4,6 +4,6 @@
 * :mod:`.prefs`: msdebug's own preferences (``%config MsDebug``);
 * :mod:`.hooks`: what runs around every cell;
 * :mod:`.completion`: tab completion from the catalog and the magics' specs;
-* :mod:`.controls`, :mod:`.panel`: the settings panel's model and its ipywidgets;
+* :mod:`.panel`: the settings panel's ipywidgets (its model is :mod:`msdebug.controls`);
 * :mod:`.magics`: one module per group of magics.
 """

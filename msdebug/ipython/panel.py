@@ -3,7 +3,7 @@
 The edge: every control writes through :func:`settings.apply` (the validation and backend
 of ``%mscontext``), and every open panel re-reads the context after each write and after
 each cell (:func:`settings.on_change`). Which control a key gets, what it shows and why it
-is locked come from :mod:`msdebug.ipython.controls`; ipywidgets is imported only here, and only
+is locked come from :mod:`msdebug.controls`; ipywidgets is imported only here, and only
 when a panel is built.
 """
 
@@ -14,9 +14,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from .. import controls
 from ..errors import MsDebugError, WidgetsMissingError
 from ..views._html import CHANGED_MARK, NOTE, STRONG, esc, tag
-from . import controls
 
 __all__ = ["Panel", "panel"]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import MsDebugError
-from ..keys import ALL_DEVICES, CATALOG, GROUPS, UNREAD, UNSET, Choice, ContextKey, Flag, Integer, Table
-from ..recorders.envconfig import EnvConfig, rdr_unavailable
-from ..settings import device_lock
+from .errors import MsDebugError
+from .keys import ALL_DEVICES, CATALOG, GROUPS, UNREAD, UNSET, Choice, ContextKey, Flag, Integer, Table
+from .recorders.envconfig import EnvConfig, rdr_unavailable
+from .settings import device_lock
 
 __all__ = [
     "Control",
@@ -238,7 +238,7 @@ def model(state, capture: bool | None = None) -> PanelModel:
         if row.key.name not in _TOP:
             by_group.setdefault(row.key.group, []).append(control_state(row))
     groups = tuple((title, tuple(by_group[group])) for group, title in GROUPS if group in by_group)
-    from ..backend import first_cell
+    from .backend import first_cell
 
     return PanelModel(
         summary=summary_line(state, capture),
