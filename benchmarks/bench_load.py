@@ -1,7 +1,7 @@
 """``%load_ext msdebug`` against ``import mindspore``, each in fresh interpreters, same run.
 
-Goals: loading takes at most 20 ms and under 2% of importing MindSpore (msdebug must not
-import it); the script exits 1 when it misses either. Both sides run with bytecode caches, as
+Goals: loading takes at most 20 ms and under 1% of importing MindSpore, as README.md states it
+(msdebug must not import it); the script exits 1 when it misses either. Both sides run with bytecode caches, as
 an installed package has them: the interpreters write theirs into a private
 ``PYTHONPYCACHEPREFIX`` (a warm-up run fills it), whatever ``PYTHONDONTWRITEBYTECODE`` says;
 without caches the load measured compiling msdebug's 20 modules (about 100 ms), not loading.
@@ -21,7 +21,7 @@ import tempfile
 
 from goals import verdict
 
-GOAL = 0.02  # of import mindspore
+GOAL = 0.01  # of import mindspore: README.md's "under 1% of `import mindspore`"
 GOAL_MS = 20.0
 
 IMPORT = """
