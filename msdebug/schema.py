@@ -27,8 +27,11 @@ class Field:
     ``object`` (the nested ``fields``), ``any``, or ``retired`` (a key this MindSpore no longer
     reads; ``says`` tells what replaces it). ``says`` replaces the generated "what is allowed";
     ``rule(value, name)`` adds a check of its own and raises its own one-line error.
-    ``floats``: an ``int`` field also takes a JSON number with no fraction (``2.0``), for parsers
-    that compare numbers by value (nlohmann's ``mode == 2`` is true for ``2.0``).
+    ``floats``: an ``int`` field also takes a JSON number with no fraction (``2.0``), for the parsers
+    that compare numbers by value and never check the type: nlohmann's ``content != 2`` is false for
+    ``2.0``. Only env_config's ``rdr.mode`` is read so (its comment cites the line); a field MindSpore
+    reads with ``is_number_unsigned()`` or ``isinstance(value, int)`` refuses or drops ``2.0`` and
+    must not set it.
     ``ascend`` and ``note`` are for the callers' notes.
     """
 

@@ -87,6 +87,22 @@ def test_the_same_rules_for_keyword_arguments():
     assert EnvConfig(rdr_path="/tmp/rdr").rdr_path == "/tmp/rdr/"  # MindSpore appends the slash
 
 
+def test_a_mode_of_2_0_is_mode_2_as_mindspore_2_7_applies_it(tmp_path):
+    # ParseRdrMode compares by value and checks no type (envconfig.SPEC cites the line): MindSpore 2.7.0
+    # logs "rdr mode: 2" for this file, without a warning (test_rdr_live.py asks it). read reports
+    # what MindSpore applies, and msdebug writes it back as 2; true and 2.5 keep mode 1 there, and are refused.
+    path = tmp_path / "env_config.json"
+    path.write_text(json.dumps({"rdr": {"enable": True, "mode": 2.0, "path": str(tmp_path)}}))
+    config = EnvConfig.read(path)
+    assert config.rdr_mode == 2 and type(config.rdr_mode) is int
+    assert config.to_dict()["rdr"]["mode"] == 2 and '"mode": 2,' in config.to_json()
+    assert EnvConfig(rdr_enable=True, rdr_mode=2.0).rdr_mode == 2
+    assert envconfig._env_text("mode", EnvConfig(rdr_mode=2.0).rdr_mode) == "2"  # MS_RDR_MODE=2.0 is mode 1
+    for value in (True, 2.5, 1.0000001):
+        with pytest.raises(EnvConfigError, match=r"^rdr\.mode must be 1 .* or 2 .*, got "):
+            EnvConfig(rdr_mode=value)
+
+
 @pytest.mark.parametrize(
     ("text", "where"),
     [

@@ -109,7 +109,10 @@ SPEC = {
         "object",
         fields={
             "enable": _BOOL,
-            # ParseRdrMode compares the JSON value with 1 and 2: 2.0 is mode 2 (run with 2.7.0)
+            # EnvConfigParser::ParseRdrMode (mindspore/ccsrc/common/debug/env_config_parser.cc:255-262, 2.6 to
+            # 2.7.0) checks no type: `if (content != Exceptional && content != Normal)` warns, else
+            # `rdr_mode_ = content`. nlohmann 3.10.1 compares numbers by value, so 2.0 is mode 2 (2.7.0 logs
+            # "rdr mode: 2", tests/test_rdr_live.py) and true, 2.5 or "2" keep mode 1 with a warning.
             "mode": Field("int", choices=tuple(MODES), floats=True, says=f"1 ({MODES[1]}) or 2 ({MODES[2]})"),
             "path": Field(
                 "str", rule=lambda value, name: check_path(value, name), says="a string (an absolute directory)"
