@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from helpers import kernel_env, run_python
 
 
@@ -617,3 +619,177 @@ def test_auto_parallel_keys_msdebug_refuses_what_mindspore_refuses_and_takes_wha
     assert len(refused) >= 20 and all("\n" not in v[4] and v[4].startswith(v[0]) for v in refused), refused
     # refused before MindSpore saw them (msdebug's own words), not with MindSpore's error passed on
     assert [v[:2] for v in refused if "MindSpore refused" in v[4]] == []
+
+
+# --------------------------------------------------------------------------- integer fields
+
+# What MindSpore does with a JSON float with no fraction (2.0) and with true in each integer field of
+# each config msdebug checks: "takes" (applies it as that whole number), "drops" (warns and keeps its
+# default) or "refuses" (raises). From MindSpore's sources; asked for real in the next tests where the
+# installed MindSpore can be (env_config's rdr section only by 2.7.0: tests/test_rdr_live.py).
+# MS_PROFILER_OPTIONS has no integer field (ProfilerParameters.PARAMS: bool, str, list and enums).
+_UNSIGNED = {2.0: "refuses", True: "refuses"}  # DumpJsonParser's CheckJsonUnsignedType: is_number_unsigned()
+_PYTHON_INT = {2.0: "drops", True: "drops"}  # DynamicProfilerConfigContext: isinstance(int), not bool; -1 kept
+INTEGER_FIELDS = {
+    # EnvConfigParser::ParseRdrMode, common/debug/env_config_parser.cc:255-262 (2.7.0): a comparison by value
+    # (`content != 1 && content != 2`, nlohmann 3.10.1), no type check; true is no number: warns, mode 1
+    ("env_config", "rdr.mode"): {2.0: "takes", True: "drops"},
+    # debug/data_dump/dump_json_parser.cc (2.7.0 lines): ParseDumpMode 564, ParseInputOutput 762,
+    # ParseOpDebugMode 909, ParseOverflowNumber 579, ParseInitialIteration 683, ParseSampleMode 891,
+    # ParseSampleNum 900
+    ("dump", "common_dump_settings.dump_mode"): _UNSIGNED,
+    ("dump", "common_dump_settings.input_output"): _UNSIGNED,
+    ("dump", "common_dump_settings.op_debug_mode"): _UNSIGNED,
+    ("dump", "common_dump_settings.overflow_number"): _UNSIGNED,
+    ("dump", "common_dump_settings.initial_iteration"): _UNSIGNED,
+    ("dump", "e2e_dump_settings.sample_mode"): _UNSIGNED,
+    ("dump", "e2e_dump_settings.sample_num"): _UNSIGNED,
+    # ParseSupportDevice, dump_json_parser.cc:872: `uint32_t device_id = device;` converts, no check
+    ("dump", "common_dump_settings.support_device"): {2.0: "takes", True: "takes"},
+    # dynamic_profile/dynamic_profiler_config_context.py:282-304 (_check_non_special_params)
+    ("profiler_config", "start_step"): _PYTHON_INT,
+    ("profiler_config", "stop_step"): _PYTHON_INT,
+    ("profiler_config", "analyse_mode"): _PYTHON_INT,
+}
+# Where msdebug refuses what MindSpore takes, on purpose.
+STRICTER = {
+    # MindSpore takes true as device 1 and 2.5 as device 2, and on CPU never reads the list again
+    ("dump", "common_dump_settings.support_device"): "a device number is a whole number",
+}
+# What a field needs beside it for MindSpore to read it at all.
+_BESIDE = {"overflow_number": {"op_debug_mode": 3}, "sample_num": {"sample_mode": 1}}
+
+
+def _integer_fields() -> set[tuple[str, str]]:
+    from msdebug.recorders import datadump, envconfig
+    from msdebug.recorders.profile import config_fields, option_fields
+
+    def walk(spec, prefix=""):
+        for name, field in spec.items():
+            if field.kind == "object":
+                yield from walk(field.fields or {}, f"{prefix}{name}.")
+            elif field.kind == "int" or (field.kind == "list" and field.items == "uint"):
+                yield prefix + name
+
+    schemas = {
+        "env_config": envconfig.SPEC,
+        "dump": datadump.SPEC,
+        "profiler_options": option_fields(),
+        "profiler_config": config_fields(),
+    }
+    return {(schema, name) for schema, spec in schemas.items() for name in walk(spec)}
+
+
+def _dump_config(name: str, value, path: str = "/tmp/out") -> dict:
+    section, key = name.split(".")
+    config = json.loads(json.dumps(_DUMP_BASE))
+    config["common_dump_settings"]["path"] = path
+    where = config[section]
+    where.update(_BESIDE.get(key, {}))
+    where[key] = [value] if key == "support_device" else value
+    return config
+
+
+def _msdebug_verdict(schema: str, name: str, value) -> tuple[str, object]:
+    """("accepts", the value msdebug keeps) or ("refuses", its message)."""
+    from msdebug.errors import MsDebugError
+    from msdebug.recorders import datadump, envconfig
+    from msdebug.recorders.profile import check_config
+
+    try:
+        if schema == "env_config":
+            section, key = name.split(".")
+            kept = envconfig.EnvConfig.from_dict({section: {key: value}}).flat()[name]
+        elif schema == "dump":
+            section, key = name.split(".")
+            kept = datadump.check_config(_dump_config(name, value))[section][key]
+        else:
+            check_config({"start_step": 2, "stop_step": 3, name: value})
+            kept = value
+    except MsDebugError as error:
+        return "refuses", str(error)
+    return "accepts", kept
+
+
+def test_every_integer_field_of_every_schema_has_mindspore_s_verdict():
+    assert _integer_fields() == set(INTEGER_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("schema", "name", "value"),
+    [(schema, name, value) for (schema, name), verdicts in INTEGER_FIELDS.items() for value in verdicts],
+)
+def test_an_integer_field_given_2_0_or_true_gets_mindspore_s_verdict(schema, name, value):
+    mindspore = INTEGER_FIELDS[schema, name][value]
+    verdict, said = _msdebug_verdict(schema, name, value)
+    if mindspore == "takes" and (schema, name) not in STRICTER:
+        # what msdebug reports is what MindSpore applies: the whole number, written back as one
+        assert verdict == "accepts" and said == int(value) and type(said) is int, said
+    else:
+        assert verdict == "refuses", (schema, name, value, said)
+        # one line that names the field and repeats the value (as JSON or as Python)
+        key = name.rpartition(".")[2]
+        given = [value] if key == "support_device" else value
+        assert "\n" not in said and key in said and any(f"got {v}." in said for v in (json.dumps(given), given)), said
+
+
+def test_mindspore_2_10_refuses_a_float_or_true_in_every_unsigned_dump_field(tmp_path):
+    # The dump fields the table says MindSpore refuses: each raises at the graph call, and says why.
+    refused = [
+        (name, value)
+        for (schema, name), verdicts in INTEGER_FIELDS.items()
+        if schema == "dump"
+        for value, verdict in verdicts.items()
+        if verdict == "refuses"
+    ]
+    configs = [_dump_config(name, value, f"{tmp_path}/out{n}") for n, (name, value) in enumerate(refused)]
+    results = _run_dumps(tmp_path, configs)
+    assert len(results) == len(configs), results[-1]
+    for (name, value), (_, verdict, mindspore, files) in zip(refused, results, strict=True):
+        assert verdict != "accepted", (name, value)
+        assert mindspore.startswith("refused: ") and "should be unsigned int type" in mindspore, (
+            name,
+            value,
+            mindspore,
+        )
+        assert files == [], (name, value)
+
+
+def test_mindspore_2_10_takes_a_float_or_true_as_a_support_device(tmp_path):
+    # The one integer field MindSpore converts without a check; msdebug refuses it (STRICTER).
+    config = _dump_config("common_dump_settings.support_device", 2.0, f"{tmp_path}/out")
+    config["common_dump_settings"]["support_device"] = [2.0, True]
+    [[_, verdict, mindspore, files]] = _run_dumps(tmp_path, [config])
+    assert "support_device must be a list of device numbers, got [2.0, True]." in verdict, verdict
+    assert "\n" not in verdict
+    assert mindspore == "ran" and files, mindspore
+
+
+def test_mindspore_2_10_drops_a_float_or_true_in_every_profiler_config_integer():
+    cases = [
+        [name, value]
+        for (schema, name), verdicts in INTEGER_FIELDS.items()
+        if schema == "profiler_config"
+        for value in verdicts
+    ]
+    result = _result(
+        f"""
+        import json
+        from mindspore import log
+        from mindspore.profiler.dynamic_profile.dynamic_profiler_config_context import DynamicProfilerConfigContext
+        said = []
+        log.warning = lambda message, *args, **kwargs: said.append(str(message))
+        out = []
+        for name, value in json.loads({json.dumps(cases)!r}):
+            said.clear()
+            config = {{"start_step": 2, "stop_step": 3, name: value}}
+            kept = DynamicProfilerConfigContext(config).to_dict()[name]
+            out.append([name, value, kept, list(said)])
+        print(json.dumps({{"out": out}}))
+        """
+    )
+    assert len(result["out"]) == len(cases)
+    for name, value, kept, said in result["out"]:
+        expected = INTEGER_FIELDS["profiler_config", name][value]
+        assert expected == "drops" and kept == -1, (name, value, kept)
+        assert any(f"'{name}' should be int" in line for line in said), (name, value, said)

@@ -124,7 +124,10 @@ def _absolute(value: Any, name: str) -> None:
 
 # MindSpore parses the dump JSON in C++ (DumpJsonParser, mindspore/ccsrc/include/backend/debug/data_dump/
 # dump_json_parser.h; the keys of table 1.2 of the reference): no Python list to take them from.
-# Keys whose values msdebug never writes nor checks are "any".
+# Keys whose values msdebug never writes nor checks are "any". Every integer key but support_device is
+# read only when nlohmann's is_number_unsigned() holds (CheckJsonUnsignedType, dump_json_parser.cc): 2.0,
+# true and -1 raise, so "int" here takes no float. support_device's items are converted without a check
+# (`uint32_t device_id = device;`: 2.5 is device 2, true device 1); msdebug takes whole numbers only.
 SPEC = {
     "common_dump_settings": Field(
         "object",
@@ -152,10 +155,11 @@ SPEC = {
         fields={
             "enable": Field("bool"),
             "trans_flag": Field("bool"),
-            **dict.fromkeys(
-                ("save_kernel_args", "stat_calc_mode", "device_stat_precision_mode", "sample_mode", "sample_num"),
-                Field("any"),
-            ),
+            # ParseSampleMode / ParseSampleNum: CheckJsonUnsignedType (is_number_unsigned), so 2.0 and true
+            # are refused; sample_num is a uint32 and read only with sample_mode 1
+            "sample_mode": Field("int", choices=(0, 1), says="0 (whole tensors) or 1 (head and tail)"),
+            "sample_num": Field("int", low=1, high=2**32 - 1),
+            **dict.fromkeys(("save_kernel_args", "stat_calc_mode", "device_stat_precision_mode"), Field("any")),
         },
     ),
 }
