@@ -3,6 +3,9 @@
 pytest sets PYTEST_CURRENT_TEST, nbval's kernel inherits it, and ipykernel then turns its
 fd capture off: C++ output would vanish from the cells and the stored outputs would be
 compared against less than a person sees. The kernel gets the environment without it.
+
+Stored numbers are compared with a tolerance (``tests/stored_numbers.py``): they come from
+MindSpore's float32 kernels, whose last bits depend on the reader's vector unit.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from stored_numbers import use_number_tolerance  # noqa: E402
 from warm import use_warm_kernels  # noqa: E402
 
 
@@ -19,6 +23,7 @@ def pytest_configure(config):
     import nbval.kernel
 
     use_warm_kernels()  # forked from a kernel that has imported MindSpore (tests/warm.py)
+    use_number_tolerance()  # within 1%, integers and text exactly (tests/stored_numbers.py)
 
     start = nbval.kernel.start_new_kernel
 
