@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import mmap
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +42,7 @@ __all__ = [
     "DumpRank",
     "TensorFile",
     "TensorStats",
+    "exact_sum",
     "histogram",
     "is_finite",
     "iteration_paths",
@@ -562,9 +565,28 @@ def _float_view(array: np.ndarray) -> bool:
     return array.dtype.kind in "fc"
 
 
+def exact_sum(parts: Iterable[np.ndarray]) -> float:
+    """The sum of every value of ``parts``, correctly rounded to float64 (``math.fsum``).
+
+    The answer is the same whatever the order of the values: a numpy or MindSpore sum adds in
+    the order of the CPU's vector unit (AVX2 and AVX-512 differ), and where values cancel even
+    a float64 sum then changes in the digits msdebug prints. About 50 ns a value, so it is for
+    the statistics shown of a few tensors, not for scans. An infinity where the values hold
+    one; NaN where they hold a NaN or both infinities, or where the sum is past float64 (only
+    float64 data can get there).
+    """
+    values = itertools.chain.from_iterable(np.asarray(p, dtype=np.float64).ravel().tolist() for p in parts)
+    try:
+        return math.fsum(values)
+    except (ValueError, OverflowError):  # -inf + inf; finite values whose sum is past float64
+        return math.nan
+
+
 def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
     """Counts of NaN, +Inf and -Inf, the first non-finite index (C order) and min / max /
-    mean of the finite values, reading ``array`` ``chunk`` elements at a time."""
+    mean of the finite values, reading ``array`` ``chunk`` elements at a time.
+
+    The mean is exact (:func:`exact_sum`), so it prints the same on every CPU."""
     shape, size = tuple(int(n) for n in array.shape), int(array.size)
     dtype = str(array.dtype)
     if size == 0:
@@ -574,7 +596,7 @@ def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
     first: int | None = None
     first_kind = ""
     low = high = None
-    total, finite_count = 0.0, 0
+    finite_count = 0
     is_float = _float_view(flat)
     for start in range(0, size, chunk):
         part = np.asarray(flat[start : start + chunk])
@@ -604,12 +626,11 @@ def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
             lo, hi = part.min(), part.max()
         low = lo if low is None else min(low, lo)
         high = hi if high is None else max(high, hi)
-        total += float(good.sum(dtype=np.float64))
         finite_count += int(good.size)
     first_index = tuple(int(i) for i in np.unravel_index(first, shape)) if first is not None and shape else None
     if first is not None and not shape:
         first_index = ()
-    mean = total / finite_count if finite_count else None
+    mean = exact_sum(_finite_parts(flat, chunk)) / finite_count if finite_count else None
     return TensorStats(
         shape,
         dtype,
@@ -619,10 +640,19 @@ def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
         neginf,
         first_index,
         first_kind,
-        None if low is None else float(low),
-        None if high is None else float(high),
+        None if low is None else float(low) + 0.0,  # -0.0 or 0.0, whichever came first: one zero
+        None if high is None else float(high) + 0.0,
         mean,
     )
+
+
+def _finite_parts(flat: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
+    is_float = _float_view(flat)
+    for start in range(0, flat.size, chunk):
+        part = np.asarray(flat[start : start + chunk])
+        if part.dtype == np.bool_:
+            part = part.view(np.uint8)
+        yield part[np.isfinite(part)] if is_float else part
 
 
 def is_finite(array: np.ndarray, chunk: int = CHUNK) -> bool:

@@ -219,9 +219,12 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, tolerance: Tolerance, chunk: in
         with np.errstate(over="ignore", invalid="ignore"):  # 3e38 - -3e38 is inf in float32: a difference
             x, y, ok, diff, special = _chunk(x_raw, y_raw, tolerance, exact, work)
         nonfinite += special
-        dot += float(np.dot(x, y))
-        norm_a += float(np.dot(x, x))
-        norm_b += float(np.dot(y, y))
+        # float64 sums, whatever the working precision: a float32 dot adds in the vector unit's
+        # order, and the cosine msdebug prints would move in its sixth digit between CPUs.
+        x64, y64 = x.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
+        dot += float(np.dot(x64, y64))
+        norm_a += float(np.dot(x64, x64))
+        norm_b += float(np.dot(y64, y64))
         within += int(np.count_nonzero(ok))
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
@@ -768,17 +771,24 @@ def _compare_stats(a: TensorRef, b: TensorRef, tolerance: Callable[[str, str], T
 
 
 def array_stats(array: np.ndarray, chunk: int = CHUNK) -> dict:
-    """Max, Min, Mean and Norm (L2) as msprobe records them, a chunk at a time."""
+    """Max, Min, Mean and Norm (L2) as msprobe records them, a chunk at a time.
+
+    The mean and the norm are exact sums (``exact_sum``): the same digits on every CPU, where a
+    vectorised sum's last digits follow the vector unit's order."""
+    from .datadump import exact_sum
+
     flat = _flat(array)
     if not flat.size:
         return {}
-    high, low, total, squares = -math.inf, math.inf, 0.0, 0.0
+    high, low = -math.inf, math.inf
     for start in range(0, flat.size, chunk):
         part = np.asarray(flat[start : start + chunk], dtype=np.float64)
         high, low = max(high, float(part.max())), min(low, float(part.min()))
-        total += float(part.sum())
-        squares += float(np.dot(part, part))
-    return {"Max": high, "Min": low, "Mean": total / flat.size, "Norm": math.sqrt(squares)}
+    parts = [slice(start, start + chunk) for start in range(0, flat.size, chunk)]
+    total = exact_sum(np.asarray(flat[s], dtype=np.float64) for s in parts)
+    squares = exact_sum(np.square(np.asarray(flat[s], dtype=np.float64)) for s in parts)
+    # + 0.0: -0.0 and 0.0 are equal, and which one max() keeps follows the order
+    return {"Max": high + 0.0, "Min": low + 0.0, "Mean": total / flat.size, "Norm": math.sqrt(squares)}
 
 
 def diff_runs(

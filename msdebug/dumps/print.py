@@ -112,7 +112,12 @@ class PrintedTensor:
         out["nan"] = int(np.isnan(flat).sum())
         out["inf"] = int(np.isinf(flat).sum())
         if finite.size:
-            out.update(min=finite.min().item(), max=finite.max().item(), mean=finite.mean().item())
+            from .datadump import exact_sum  # the same mean on every CPU
+
+            # + 0.0: -0.0 and 0.0 are equal, and which one min() returns follows the order
+            out.update(
+                min=finite.min().item() + 0.0, max=finite.max().item() + 0.0, mean=exact_sum([finite]) / finite.size
+            )
         return out
 
     def __str__(self) -> str:
