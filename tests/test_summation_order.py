@@ -4,9 +4,9 @@ numpy and MindSpore add in the order of the CPU's vector unit (AVX2 and AVX-512 
 statistic that follows that order prints other digits on another CPU. Here each one is computed
 from the values as given, reversed and shuffled, and the printed text must not change: the
 means and norms are exact sums; min, max, max abs, max rel and the share within the tolerance
-are exact by nature. The cosine is the one documented as approximate: float64 sums, within
-1e-12 of each other whatever the order, so its sixth printed digit moves only for a value that
-close to a rounding boundary.
+are exact by nature. The cosine is the one documented as approximate: it is summed in the
+tensors' own precision by BLAS, as fast as the comparison must be, so the orders may differ by
+the rounding of n float32 additions (n * 2**-24 of the product of the norms).
 """
 
 from __future__ import annotations
@@ -72,8 +72,7 @@ def test_the_metrics_of_two_tensors(pair, seed):
     metrics = [compare_arrays(a[order], b[order], tolerance) for order in _orders(a.size, seed)]
     texts = {f"max abs {_num(m.max_abs)}, max rel {_num(m.max_rel)}, within {m.within} of {m.count}" for m in metrics}
     assert len(texts) == 1, texts
-    cosines = [m.cosine for m in metrics]
-    if None in cosines:
-        assert set(cosines) == {None}
-    else:
-        assert max(cosines) - min(cosines) <= 1e-12, cosines
+    cosines = [m.cosine for m in metrics if m.cosine is not None]
+    # None where a partial sum overflows float32, which may depend on the order near 3e38
+    if len(cosines) > 1:
+        assert max(cosines) - min(cosines) <= 4 * a.size * 2.0**-24, cosines

@@ -219,12 +219,11 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, tolerance: Tolerance, chunk: in
         with np.errstate(over="ignore", invalid="ignore"):  # 3e38 - -3e38 is inf in float32: a difference
             x, y, ok, diff, special = _chunk(x_raw, y_raw, tolerance, exact, work)
         nonfinite += special
-        # float64 sums, whatever the working precision: a float32 dot adds in the vector unit's
-        # order, and the cosine msdebug prints would move in its sixth digit between CPUs.
-        x64, y64 = x.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
-        dot += float(np.dot(x64, y64))
-        norm_a += float(np.dot(x64, x64))
-        norm_b += float(np.dot(y64, y64))
+        # In the working precision, in BLAS's order: the cosine is the one approximate metric
+        # (its last printed digits may follow the CPU); float64 sums here halved the throughput.
+        dot += float(np.dot(x, y))
+        norm_a += float(np.dot(x, x))
+        norm_b += float(np.dot(y, y))
         within += int(np.count_nonzero(ok))
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
@@ -574,7 +573,7 @@ def align(a: Sequence[RunOp], b: Sequence[RunOp]) -> Alignment:
     for anchor in [*anchors, (len(a), len(b))]:
         gap_a, gap_b = range(previous[0] + 1, anchor[0]), range(previous[1] + 1, anchor[1])
         if gap_a and gap_b:
-            types_a = [normal_type(a[i].op_type) for i in gap_a]
+            types_a = [a[i].op_type for i in gap_a]
             types_b = [normal_type(b[i].op_type) for i in gap_b]
             inner = difflib.SequenceMatcher(None, types_a, types_b, autojunk=False)
             for block in inner.get_matching_blocks():
