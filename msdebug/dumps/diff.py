@@ -573,7 +573,7 @@ def align(a: Sequence[RunOp], b: Sequence[RunOp]) -> Alignment:
     for anchor in [*anchors, (len(a), len(b))]:
         gap_a, gap_b = range(previous[0] + 1, anchor[0]), range(previous[1] + 1, anchor[1])
         if gap_a and gap_b:
-            types_a = [a[i].op_type for i in gap_a]
+            types_a = [normal_type(a[i].op_type) for i in gap_a]
             types_b = [normal_type(b[i].op_type) for i in gap_b]
             inner = difflib.SequenceMatcher(None, types_a, types_b, autojunk=False)
             for block in inner.get_matching_blocks():
