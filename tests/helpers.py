@@ -132,6 +132,31 @@ class Kernel:
         self.last_reply = self.reply(msg_id, timeout)  # its execution_count is the cell's number
         return self.last_reply["status"], outputs
 
+    def run_with_late_output(self, code: str, timeout: float = 300) -> tuple[str, list[dict]]:
+        """:meth:`run`, with the fd output the cell wrote that ipykernel published after its idle
+        status. ipykernel reads fds 1 and 2 in a thread of its own (C++ logs, ``os.write``), which
+        on a busy machine may publish after the reply, and under the next request's header. A
+        silent request then writes a mark to both fds: the pipes keep order, so what comes before
+        the two marks is this cell's."""
+        status, outputs = self.run(code, timeout)
+        mark = f"msdebug-test-mark-{os.getpid()}-{time.monotonic_ns()}"
+        self.client.execute(f"import os; os.write(1, b'{mark}\\n'); os.write(2, b'{mark}\\n')", silent=True)
+        marked: set[str] = set()
+        while len(marked) < 2:
+            try:
+                msg = self.client.get_iopub_msg(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"the marks written to fds 1 and 2 never came back (got {marked})") from None
+            if msg["msg_type"] != "stream":
+                continue
+            name, text = msg["content"]["name"], msg["content"]["text"]
+            if mark in text:
+                marked.add(name)
+                text = text.replace(mark + "\n", "")
+            if text:
+                outputs.append({"type": "stream", "name": name, "text": text})
+        return status, outputs
+
     def evaluate(self, setup: str, expression: str, timeout: float = 300) -> str:
         """Run ``setup``, then return ``expression``'s text/plain as the execute reply carries it
         (user_expressions): an answer that does not depend on the cell's stdout stream."""
