@@ -70,6 +70,15 @@ def test_a_change_made_between_two_runs_is_found_at_its_line(kernel):
     kernel.run("net.scale = 1.0")
 
 
+def test_every_op_is_recorded_when_its_output_is_thrown_away(kernel):
+    # Each line drops its result: the next op's output gets the freed one's id (CPython).
+    cell = "from mindspore import ops\nfor _ in range(3):\n    ops.exp(x).asnumpy()\n    ops.sin(x).asnumpy()\nops.log(x).asnumpy()"
+    status, outputs = kernel.run("%%msdiff --save thrown\n" + cell)
+    text = _text(outputs)
+    assert status == "ok", text
+    assert "Saved 7 ops and" in text, text
+
+
 def test_the_same_cell_twice_finds_a_dropout(kernel):
     status, outputs = kernel.run("drop = nn.Dropout(p=0.5)\ndrop.set_train()  # a dropout drops only in training")
     assert status == "ok", outputs

@@ -597,6 +597,30 @@ def test_hooks_all_finite_inf_and_input_only(models):
     assert "it comes from the data" in culprit.note
 
 
+def test_every_op_is_checked_when_its_output_is_thrown_away(models):
+    """The exploratory line that converts a result and drops it: CPython gives the freed
+    output's id to the next op's output, which the hooks once took for the same op again."""
+    from msdebug.recorders.nan import watch_pynative
+
+    ms, ops = models.ms, models.ops
+    x, y = ms.Tensor(np.ones(4, np.float32)), ms.Tensor(np.full(4, -1.0, np.float32))
+    with watch_pynative() as watch:
+        ops.exp(x).asnumpy()
+        ops.log(y).asnumpy()
+    report = watch.report()
+    assert report.checked_ops == 2
+    assert (report.culprit.op_type, report.culprit.kind, report.culprit.code) == ("Log", "NaN", "ops.log(y).asnumpy()")
+    with watch_pynative() as watch:
+        for _ in range(3):
+            ops.exp(x).asnumpy()
+            ops.sin(x).asnumpy()
+        ops.log(y).asnumpy()
+    report = watch.report()
+    assert report.checked_ops == 7
+    assert (report.culprit.name, report.culprit.kind) == ("Default/Log-op0", "NaN")
+    assert watch.names._last == []  # the last outputs are let go with the hooks
+
+
 def test_hooks_removed_after_an_exception(models):
     from msdebug.recorders.nan import watch_pynative
 

@@ -123,7 +123,7 @@ class OpNames:
     def __init__(self) -> None:
         self.stack: list[tuple[Any, str]] = []
         self._counts: dict[tuple[int, str], int] = {}
-        self._last: tuple[int, ...] = ()
+        self._last: list = []  # the last op's outputs, held: an id is reused once its object is freed
 
     def enter(self, cell: Any) -> str:
         label = cell_path_name(self.stack[-1][0], cell) if self.stack else "Default"
@@ -140,12 +140,17 @@ class OpNames:
 
     def repeated(self, outputs: list) -> bool:
         """Whether these outputs are the last op's, seen again by an outer wrapper
-        (``Tensor.__sub__`` around ``SubExt``): that op is not a new one."""
-        ids = tuple(id(t) for t in outputs)
-        if ids and ids == self._last:
-            return True
-        self._last = ids
-        return False
+        (``Tensor.__sub__`` around ``SubExt``): that op is not a new one.
+
+        Decided by the objects themselves, which are held until the next op: comparing ids
+        alone took a new op for the last one whenever the last one's output had been thrown
+        away (``ops.exp(x).asnumpy()``), since CPython gives a freed object's id to the next."""
+        last, self._last = self._last, list(outputs)
+        return bool(outputs) and len(outputs) == len(last) and all(a is b for a, b in zip(outputs, last, strict=True))
+
+    def forget(self) -> None:
+        """Let go of the last op's outputs (at the end of a watched cell)."""
+        self._last = []
 
     def name(self, op_type: str) -> str:
         """The next name for an op of ``op_type`` in the current scope."""

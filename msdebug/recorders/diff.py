@@ -229,6 +229,7 @@ class Side:
             if self._hooks is not None:
                 hooks, self._hooks = self._hooks, None
                 hooks.remove()
+                self._recorder.names.forget()
         finally:
             try:
                 while self._scopes:

@@ -260,6 +260,7 @@ def watch_pynative() -> Iterator[NanWatch]:
         yield watch
     finally:
         hooks.remove()
+        watch.names.forget()
 
 
 def iteration_dirs(root: str) -> set[str]:
@@ -359,6 +360,7 @@ class NanSession:
         try:
             if self._hooks is not None:
                 self._hooks.remove()
+                self._watch.names.forget()
         finally:
             try:
                 if self._scope is not None:
