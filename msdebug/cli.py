@@ -3,7 +3,8 @@
 saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables.
 
 A Unix tool: exit 0 when done (also when the reader of its output, ``head``, has gone), 2 with
-one line on stderr when the input is wrong, and ``dump --nan`` 1 when it finds a non-finite value.
+one line on stderr when the input is wrong, ``dump --nan`` 1 when it finds a non-finite value,
+and ``diff`` 1 when the runs differ and 3 when nothing could be compared (never 0 for nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .errors import echo
 __all__ = ["main", "environment_lines", "printable", "status_bar_missing", "BAD_INPUT"]
 
 BAD_INPUT = 2  # the exit status of every one-line error, as argparse's own
+NOTHING_COMPARED = 3  # msdebug diff: no tensor pair to compare (a side ran no op, or nothing aligned)
 
 #: Said wherever the JupyterLab status bar is missing (``msdebug info``, the tests that need it).
 STATUS_BAR_MISSING = (
@@ -218,7 +220,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     """Two runs compared: saved runs, data dumps or msprobe dumps. 1 when they differ, 0 when
-    they agree within the tolerance, 2 on error."""
+    they agree within the tolerance, 2 on error, 3 when nothing could be compared."""
     from .dumps.diff import diff_runs, read_any_run
     from .errors import MsDebugError
 
@@ -230,7 +232,9 @@ def _diff(args: argparse.Namespace) -> int:
         _say(f"msdebug diff: {error}", file=sys.stderr)
         return BAD_INPUT
     _say(repr(report))
-    return 1 if report.differs else 0
+    if report.differs:
+        return 1
+    return NOTHING_COMPARED if report.nothing_compared else 0
 
 
 def _tolerance(text: str) -> float:
@@ -311,7 +315,10 @@ def _main(argv: list[str] | None) -> int:
     prof.add_argument("--order", choices=("time", "name"), default="time", help="rows longest first, or by name")
     prof.set_defaults(run=_profile)
     diff = commands.add_parser(
-        "diff", help="the first op where two runs differ: saved runs (%%msdiff --save), data dumps or msprobe dumps"
+        "diff",
+        help="the first op where two runs differ: saved runs (%%msdiff --save), data dumps or msprobe dumps",
+        epilog="exit status: 0 they agree, 1 they differ, 2 bad input, 3 nothing to compare (a run with no op, "
+        "or no op aligned)",
     )
     diff.add_argument("a", help="the run to check: a saved run, a MindSpore data dump or an msprobe dump")
     diff.add_argument("b", help="the reference run, of any of those kinds")

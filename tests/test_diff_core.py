@@ -261,6 +261,50 @@ def test_identical_runs_agree(tmp_path):
     assert not report.differs and report.compared_tensors == 1
 
 
+def test_nothing_compared_is_never_agreement(tmp_path):
+    """A cell that ran no op, or two runs whose ops share nothing: the answer says nothing was
+    compared, first, and the terminal's exit status is 3, not the 0 of agreement."""
+    import subprocess
+    import sys
+
+    x = np.ones(3, np.float32)
+    empty = read_run(save_run(tmp_path / "empty", [], "empty"))
+    some = read_run(save_run(tmp_path / "some", [("Default/MatMul-op0", [x])], "some"))
+    other = read_run(save_run(tmp_path / "other", [("Default/Sqrt-op0", [x]), ("Default/Exp-op0", [x])], "other"))
+    cases = [
+        (empty, empty, "neither run ran an op"),
+        (empty, some, "empty ran no op"),
+        (some, empty, "empty ran no op"),
+        (some, other, "no op of some (1 ops) aligned with one of other (2 ops)"),
+    ]
+    for a, b, why in cases:
+        report = diff_runs(a, b)
+        assert not report.differs and report.nothing_compared == why
+        lines = repr(report).splitlines()
+        assert lines[1] == f"Nothing compared: {why}.", lines
+        assert "agree" not in repr(report).lower()
+    same = diff_runs(some, some)
+    assert not same.nothing_compared and repr(same).splitlines()[1].startswith("They agree: 1 aligned ops")
+    for a, b, status in ((tmp_path / "empty", tmp_path / "empty", 3), (tmp_path / "some", tmp_path / "other", 3),
+                         (tmp_path / "some", tmp_path / "some", 0)):  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "msdebug", "diff", str(a), str(b)], capture_output=True, text=True)
+        assert done.returncode == status, done.stdout + done.stderr
+
+
+def test_a_recording_cut_at_the_cap_says_so_before_the_verdict(tmp_path):
+    x = np.ones(3, np.float32)
+    cut = save_run(tmp_path / "cut", [("Default/MatMul-op0", [x])], "cut")
+    index = json.loads((cut / RUN_FILE).read_text())
+    index["stopped"] = "recording stopped after 1 ops (0 MiB), at msdebug's cap of 200,000 ops or 4 GiB a run"
+    (cut / RUN_FILE).write_text(json.dumps(index))
+    whole = read_run(save_run(tmp_path / "whole", [("Default/MatMul-op0", [x]), ("Default/Exp-op0", [x])], "whole"))
+    report = diff_runs(read_run(cut), whole)
+    assert report.partial == [f"cut: {index['stopped']}"]
+    lines = repr(report).splitlines()
+    assert lines[1] == f"Only part was recorded: cut: {index['stopped']}"
+    assert lines[2].startswith("They agree: 1 aligned ops") and lines[2].endswith("(what was recorded).")
+
+
 @pytest.mark.parametrize(
     ("index", "message"),
     [

@@ -334,6 +334,12 @@ class Run:
     def tensor_count(self) -> int:
         return sum(len(op.tensors) for op in self.ops)
 
+    @property
+    def stopped(self) -> str:
+        """Why recording stopped before the cell ended ('' when it did not): msdebug's cap."""
+        value = self.meta.get("stopped")
+        return _text(value, 400) if isinstance(value, str) else ""
+
 
 def scope_of(name: str) -> tuple[str, str]:
     """``("Default/fc1-Dense", "MatMul")`` for ``Default/fc1-Dense/MatMul-op12``."""
@@ -698,6 +704,28 @@ class DiffReport(Rendered):
     @property
     def differs(self) -> bool:
         return self.first is not None
+
+    @property
+    def nothing_compared(self) -> str:
+        """Why no tensor pair was compared ('' when some were): "agree" is never said of nothing."""
+        if self.compared_tensors:
+            return ""
+        if not self.a.ops and not self.b.ops:
+            return "neither run ran an op"
+        idle = [f"{run.label} ran no op" for run in (self.a, self.b) if not run.ops]
+        if idle:
+            return idle[0]
+        if not self.compared_ops:
+            return (
+                f"no op of {self.a.label} ({len(self.a.ops)} ops) aligned with one of {self.b.label} "
+                f"({len(self.b.ops)} ops)"
+            )
+        return f"{self.compared_ops} ops aligned, but no tensor of theirs could be compared"
+
+    @property
+    def partial(self) -> list[str]:
+        """Where a side's recording stopped at msdebug's cap: the verdict covers what came before."""
+        return [f"{run.label}: {run.stopped}" for run in (self.a, self.b) if run.stopped]
 
     @property
     def culprit(self) -> tuple[RunOp, str] | None:

@@ -79,7 +79,10 @@ class RunRecorder:
             return
         index = len(self.entries)
         if index >= self.MAX_OPS or self.bytes >= self.MAX_BYTES:
-            self.stopped = f"recording stopped after {index} ops ({self.bytes >> 20} MiB): the rest was not recorded"
+            self.stopped = (
+                f"recording stopped after {index} ops ({self.bytes >> 20} MiB), at msdebug's cap of "
+                f"{self.MAX_OPS:,} ops or {self.MAX_BYTES >> 30} GiB a run: the rest was not recorded"
+            )
             return
         entry: dict[str, Any] = {"name": self.names.name(op_type), "type": op_type, "scope": self.names.scope}
         entry["inputs"] = [self._ref(t, index, "input", slot) for slot, t in enumerate(tensors_in(args))]
@@ -139,7 +142,8 @@ class RunRecorder:
             "seconds": round(time.perf_counter() - self.started, 3),
             "unreadable": self.unreadable,
             **self.meta,
-            "notes": [self.stopped] if self.stopped else [],
+            "stopped": self.stopped,
+            "notes": [],
             "ops": self.entries,
         }
         run = _write_index(self.root, index)

@@ -68,11 +68,16 @@ def build(report) -> r.Report:
     sections: list = [
         r.Line((r.Span(_side_label(a), "strong"), " against ", r.Span(_side_label(b), "strong"))),
     ]
+    # What the verdict does not cover comes first: a recording cut at its cap.
+    sections.extend(r.Line((r.Span("Only part was recorded", "bad"), f": {why}")) for why in report.partial)
     first = report.first
-    if first is None:
+    if first is None and report.nothing_compared:
+        sections.append(r.Line((r.Span("Nothing compared", "bad"), f": {report.nothing_compared}.")))
+    elif first is None:
         sections.append(
             r.Line((r.Span("They agree", "good-strong"),
-                    f": {report.compared_ops} aligned ops, {report.compared_tensors} tensor pairs, all within the tolerance."))
+                    f": {report.compared_ops} aligned ops, {report.compared_tensors} tensor pairs, all within the tolerance"
+                    + (" (what was recorded)." if report.partial else ".")))
         )  # fmt: skip
     else:
         differing = first.first_difference
