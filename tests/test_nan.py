@@ -621,6 +621,20 @@ def test_every_op_is_checked_when_its_output_is_thrown_away(models):
     assert watch.names._last == []  # the last outputs are let go with the hooks
 
 
+def test_a_complex_tensor_with_a_nan_gets_an_answer(models):
+    from msdebug.dumps.datadump import tensor_stats
+    from msdebug.recorders.nan import watch_pynative
+
+    values = np.array([3 + 4j, complex(np.nan, 0), complex(0, np.inf), complex(-np.inf, 1)], np.complex64)
+    with watch_pynative() as watch:
+        models.ms.Tensor(values) * 2
+    culprit = watch.report().culprit
+    assert (culprit.op_type, culprit.slot, culprit.kind) == ("Mul", "input 0", "NaN and +Inf and -Inf")
+    assert "finite values: |z| min 5 max 5 mean 5" in repr(watch.report())
+    stats = tensor_stats(values)
+    assert (stats.nan, stats.posinf, stats.neginf, stats.first_index, stats.first_kind) == (1, 1, 1, (1,), "NaN")
+
+
 def test_hooks_removed_after_an_exception(models):
     from msdebug.recorders.nan import watch_pynative
 

@@ -523,6 +523,7 @@ class TensorStats:
     min: float | None = None
     max: float | None = None
     mean: float | None = None
+    magnitude: bool = False  # complex values: min, max and mean are of |z|
 
     @property
     def finite(self) -> bool:
@@ -547,8 +548,9 @@ class TensorStats:
         shown = f"shape {self.shape} {self.dtype}"
         if self.size == 0:
             return f"{shown}, empty"
+        of = "|z| " if self.magnitude else ""
         values = (
-            f"min {_num(self.min)} max {_num(self.max)} mean {_num(self.mean)}"
+            f"{of}min {_num(self.min)} max {_num(self.max)} mean {_num(self.mean)}"
             if self.min is not None
             else "no finite value"
         )
@@ -592,6 +594,8 @@ def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
     if size == 0:
         return TensorStats(shape, dtype, 0)
     flat = array.reshape(-1, order="C") if array.flags.c_contiguous else np.ravel(array)
+    if flat.dtype.kind == "c":
+        return _complex_stats(flat, shape, dtype, chunk)
     nan = posinf = neginf = 0
     first: int | None = None
     first_kind = ""
@@ -644,6 +648,40 @@ def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
         None if high is None else float(high) + 0.0,
         mean,
     )
+
+
+def _complex_stats(flat: np.ndarray, shape: tuple[int, ...], dtype: str, chunk: int) -> TensorStats:
+    """:func:`tensor_stats` of complex values: an element is NaN when a part is NaN, else an
+    infinity when a part is one (+Inf when a part is +inf); min, max and mean are of |z|."""
+    nan = posinf = neginf = finite_count = 0
+    first: int | None = None
+    first_kind = ""
+    low = high = None
+    for start in range(0, flat.size, chunk):
+        part = np.asarray(flat[start : start + chunk])
+        isnan = np.isnan(part.real) | np.isnan(part.imag)
+        isinf = ~isnan & (np.isinf(part.real) | np.isinf(part.imag))
+        isposinf = isinf & ((part.real == np.inf) | (part.imag == np.inf))
+        isneginf = isinf & ~isposinf
+        bad = isnan | isinf
+        if first is None and bad.any():
+            at = int(np.argmax(bad))
+            first, first_kind = start + at, ("NaN" if isnan[at] else "+Inf" if isposinf[at] else "-Inf")
+        nan, posinf, neginf = nan + int(isnan.sum()), posinf + int(isposinf.sum()), neginf + int(isneginf.sum())
+        good = np.abs(part[~bad])
+        if good.size:
+            low = good.min() if low is None else min(low, good.min())
+            high = good.max() if high is None else max(high, good.max())
+            finite_count += int(good.size)
+    mean = None
+    if finite_count:
+        parts = (np.abs(p[np.isfinite(p)]) for p in (flat[s : s + chunk] for s in range(0, flat.size, chunk)))
+        mean = exact_sum(parts) / finite_count
+    first_index = None if first is None else tuple(int(i) for i in np.unravel_index(first, shape)) if shape else ()
+    return TensorStats(
+        shape, dtype, int(flat.size), nan, posinf, neginf, first_index, first_kind,
+        None if low is None else float(low), None if high is None else float(high), mean, magnitude=True,
+    )  # fmt: skip
 
 
 def _finite_parts(flat: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
