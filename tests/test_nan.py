@@ -796,6 +796,30 @@ def test_msnan_in_graph_mode_sets_up_a_dump_and_finds_the_op(graph_kernel):
     assert "All finite: checked 6 ops and 23 tensors" in text and "(data dump)" in text
 
 
+def test_a_temporary_directory_with_a_dot_still_gets_a_graph_dump(tmp_path, monkeypatch):
+    """TMPDIR under /home/john.doe: MindSpore refuses a dump path with a dot, and the dump is
+    msdebug's choice, not the user's: it goes where MindSpore takes it, and says where."""
+    from helpers import Kernel
+
+    home = tmp_path / "john.doe" / "tmp"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(home))
+    kernel = Kernel()
+    try:
+        status, outputs = kernel.run("%load_ext msdebug\n%mscontext mode=graph\n" + NET_CELL)
+        assert status == "ok", outputs
+        status, outputs = kernel.run("import tempfile\ntempfile.gettempdir()")
+        assert str(home) in _outputs_text(outputs)
+        status, outputs = kernel.run("%%msnan\nloss = net(x)")
+        text = _outputs_text(outputs)
+    finally:
+        kernel.close()
+        _remove_dumps_named_in(_outputs_text(outputs))
+    assert status == "ok", text
+    assert "First non-finite value: NaN at Default/Sqrt-op0 (Sqrt), output 0" in text
+    assert "msdebug set up a data dump in /tmp/msdebug_nan_" in text
+
+
 def test_too_late_in_a_kernel_says_the_first_cell_and_pynative_helps(tmp_path):
     from helpers import Kernel
 

@@ -39,6 +39,7 @@ __all__ = [
     "first_cell",
     "graph_only_reason",
     "read_config",
+    "scratch_parent",
     "write_config",
 ]
 
@@ -458,6 +459,27 @@ def disable() -> DumpStatus:
     return dump_status(("MINDSPORE_DUMP_CONFIG removed",))
 
 
+def scratch_parent() -> str:
+    """Where msdebug makes the dump directories it sets up itself: the temporary directory when
+    MindSpore takes its path (letters, digits, '_', '-' and '/' only: a TMPDIR under
+    ``/home/john.doe`` has a dot), else ``/tmp`` or ``/var/tmp``.
+
+    Raises
+    ------
+    DumpConfigError
+        When none of them is a writable directory MindSpore takes: what to set instead.
+    """
+    candidates = (tempfile.gettempdir(), "/tmp", "/var/tmp")
+    for parent in candidates:
+        if _PATH.match(parent) and os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK):
+            return parent
+    raise DumpConfigError(
+        f"msdebug found no directory for the data dump: MindSpore takes only letters, digits, '_', '-' and '/' "
+        f"in a dump path, and none of {', '.join(candidates)} is such a writable directory; set TMPDIR to one "
+        "(export TMPDIR=/some/dir before starting Jupyter), or set up the dump yourself with %msdump."
+    )
+
+
 def dump_for_cell(code: str = "", magic: str = "%%msnan", rerun: str = "") -> tuple[str, bool]:
     """The dump a GRAPH-mode ``%%msnan`` or ``%%msdiff`` cell is read from: ``(dump path, set up now)``.
 
@@ -478,11 +500,11 @@ def dump_for_cell(code: str = "", magic: str = "%%msnan", rerun: str = "") -> tu
     if status.in_effect or (status.config_file and not status.compiled):
         return status.dump_path, False
     if not status.compiled:
-        directory = tempfile.mkdtemp(prefix="msdebug_nan_")
+        directory = tempfile.mkdtemp(prefix="msdebug_nan_", dir=scratch_parent())
         config = build_config(directory, inputs=True)  # inputs: parameters are judged by the op input
         _switch.set_config_file(write_config(config, directory))
         return config["common_dump_settings"]["path"], True
-    directory = os.path.join(tempfile.gettempdir(), "msdebug_dump")
+    directory = os.path.join(scratch_parent(), "msdebug_dump")
     written = write_config(build_config(directory, inputs=True), directory)
     reason = graph_only_reason(code)
     if not rerun:
