@@ -17,8 +17,14 @@ against the plain step.
    and ``--steps`` times after, alternating with the magic's; the faster of the two medians is
    the baseline. The magic's scratch directories are left to it (they go when the kernel ends).
 
+3. Alignment across tools: two runs of 8,000 and of 200,000 ops whose scopes are spelled
+   differently (``Default/block3-Block/MatMul-op31`` against ``Net/layers.3/matmul.33``, types
+   as ``MatMul`` against ``matmulExt``), the second with an extra Cast every 50 ops: nothing
+   aligns by scope, so every op is paired by type and order. The pairing must be the true one.
+
 Goals: the diff at least 0.5x numpy's throughput with a peak under 300 MB; ``--repeat`` at most
-4x the plain step. The script exits 1 when it misses one.
+4x the plain step; 8,000 ops aligned in under 2 s and 200,000 in under 60 s, every op with its
+true partner. The script exits 1 when it misses one.
 
     python benchmarks/bench_diff.py [--ops 1024] [--kb 512] [--runs 3] [--steps 10]
 """
@@ -43,6 +49,7 @@ from goals import verdict
 DIFF_RATIO = 0.5
 DIFF_PEAK_MB = 300
 REPEAT_RATIO = 4.0
+ALIGN_GOALS = {8_000: 2.0, 200_000: 60.0}  # ops: seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -229,6 +236,48 @@ def bench_repeat(args) -> dict:
     return result
 
 
+def _runs_across_tools(n: int) -> tuple[list, list, list[tuple[int, int]]]:
+    """Two runs of ``n`` ops as two tools spell them, the second with a Cast every 50 ops; and
+    the true pairs."""
+    import random
+
+    from msdebug.dumps.diff import RunOp
+
+    rng = random.Random(n)
+    types = [
+        rng.choice(("MatMul", "BiasAdd", "ReLU", "Add", "Mul", "Softmax", "LayerNorm", "Reshape")) for _ in range(n)
+    ]
+    a = [
+        RunOp(i, f"Default/block{i // 10}-Block/{t}-op{i}", t, f"Default/block{i // 10}-Block")
+        for i, t in enumerate(types)
+    ]
+    b: list = []
+    truth = []
+    for i, t in enumerate(types):
+        scope = f"Net/layers.{i // 10}"
+        if i % 50 == 0:
+            b.append(RunOp(len(b), f"{scope}/cast.{len(b)}", "Cast", scope))
+        truth.append((i, len(b)))
+        b.append(RunOp(len(b), f"{scope}/{t.lower()}.{len(b)}", t.lower() + "Ext", scope))
+    return a, b, truth
+
+
+def bench_align() -> dict:
+    from msdebug.dumps.diff import align
+
+    result = {}
+    print("alignment across tools (scopes spelled differently, a Cast every 50 ops)")
+    for n in ALIGN_GOALS:
+        a, b, truth = _runs_across_tools(n)
+        start = time.perf_counter()
+        found = align(a, b)
+        seconds = time.perf_counter() - start
+        right = found.pairs == truth
+        print(f"  {n:>7,} ops  {seconds:7.2f} s  {'every op with its true partner' if right else 'WRONG PAIRS'}")
+        result[n] = {"seconds": round(seconds, 3), "right": right}
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=1024, help="ops in each generated dump (2 tensors each)")
@@ -236,16 +285,20 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
-    result = {"diff": bench_diff(args), "repeat": bench_repeat(args)}
+    result = {"align": bench_align(), "diff": bench_diff(args), "repeat": bench_repeat(args)}
     print(json.dumps(result))
     ratio, peak, repeat = result["diff"]["throughput_ratio"], result["diff"]["diff_peak_mb"], result["repeat"]["ratio"]
-    return verdict(
-        {
-            f"msdebug diff at least {DIFF_RATIO}x numpy's throughput ({ratio}x)": ratio >= DIFF_RATIO,
-            f"msdebug diff peak under {DIFF_PEAK_MB} MB ({peak} MB)": peak < DIFF_PEAK_MB,
-            f"%%msdiff --repeat at most {REPEAT_RATIO}x the plain step ({repeat}x)": repeat <= REPEAT_RATIO,
-        }
-    )
+    goals = {
+        f"msdebug diff at least {DIFF_RATIO}x numpy's throughput ({ratio}x)": ratio >= DIFF_RATIO,
+        f"msdebug diff peak under {DIFF_PEAK_MB} MB ({peak} MB)": peak < DIFF_PEAK_MB,
+        f"%%msdiff --repeat at most {REPEAT_RATIO}x the plain step ({repeat}x)": repeat <= REPEAT_RATIO,
+    }
+    for n, limit in ALIGN_GOALS.items():
+        took = result["align"][n]
+        goals[f"{n:,} ops aligned across tools in under {limit:g} s, rightly ({took['seconds']} s)"] = (
+            took["right"] and took["seconds"] < limit
+        )
+    return verdict(goals)
 
 
 if __name__ == "__main__":

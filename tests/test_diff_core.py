@@ -191,6 +191,42 @@ def test_an_added_op_is_named_and_the_rest_still_align():
     assert (found.pairs, found.only_a, found.only_b) == ([(0, 0), (2, 1), (3, 2)], [1], [])
 
 
+TYPES = ("MatMul", "BiasAdd", "ReLU", "Add", "Mul", "Softmax", "Reshape")
+
+
+@settings(max_examples=25)
+@given(
+    st.lists(st.sampled_from(TYPES), min_size=520, max_size=700),
+    st.sets(st.integers(0, 699), max_size=12),
+    st.sets(st.integers(0, 699), max_size=12),
+    st.randoms(use_true_random=False),
+)
+def test_runs_spelled_by_two_tools_pair_by_type_in_order(types, extra_at, dropped_at, rng):
+    """No scope in common, so the whole run is one gap paired by type (past difflib's size).
+    Ops only one side has are stepped over: with extra ops (a Cast another tool adds), every op
+    meets its own partner. Where one side also lacks ops, which op of a run of one type (or of
+    a repeated layer) it lacks cannot be told by type: then every pair is of one type, in order."""
+    extra_at = {k for k in extra_at if k < len(types)}
+    dropped_at = {k for k in dropped_at if k < len(types)}
+    a = [RunOp(i, f"Default/b-Block/{t}-op{i}", t, "Default/b-Block") for i, t in enumerate(types)]
+    b, truth = [], []
+    for i, t in enumerate(types):
+        if i in extra_at:
+            b.append(RunOp(len(b), f"Net/cast.{len(b)}", "Cast", "Net"))
+        if i in dropped_at:
+            continue
+        truth.append((i, len(b)))
+        b.append(RunOp(len(b), f"Net/{t.lower()}.{len(b)}", rng.choice((t, t.lower() + "Ext")), "Net"))
+    found = align(a, b)
+    assert len(a) * len(b) > 250_000  # the one-pass pairing, not difflib
+    assert all(x1 < x2 and y1 < y2 for (x1, y1), (x2, y2) in zip(found.pairs, found.pairs[1:], strict=False))
+    assert all(normal_type(a[i].op_type) == normal_type(b[j].op_type) for i, j in found.pairs)
+    assert not any(b[j].op_type == "Cast" for _, j in found.pairs)
+    if not dropped_at:
+        assert found.pairs == truth
+        assert [b[j].op_type for j in found.only_b] == ["Cast"] * len(extra_at)
+
+
 def test_types_spelled_per_mode_align_and_fused_ops_are_left_unpaired():
     assert {normal_type(t) for t in ("MatMul", "MatMulExt", "matmul", "__matmul__")} == {"matmul"}
     a = ops("Default/net-Net/AddExt-op0", "Default/net-Net/Dense-op0", "Default/net-Net/ReLU-op0")

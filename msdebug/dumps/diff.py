@@ -568,6 +568,71 @@ class Alignment:
     by_type: int = 0  # pairs found by type and order only (their scopes differ)
 
 
+_EXACT_PAIRING = 250_000  # gaps up to this many (a, b) cells are paired by difflib: the longest match
+_WINDOW = 48  # beyond: the ops both sides are paired over, exactly, where the walk meets a mismatch
+_BACK = 16  # and how many of the pairs just made it may take back
+
+
+def _pair_by_type(types_a: Sequence[str], types_b: Sequence[str]) -> list[tuple[int, int]]:
+    """Pairs of positions with the same type, in order, on both sides.
+
+    Small gaps get difflib's longest matching blocks. difflib is quadratic where types repeat
+    (8,000 ops took 88 s), and two runs whose scopes are spelled differently fall here whole;
+    so a larger gap is walked once: equal types pair, and at a mismatch a window around it
+    (the last ``_BACK`` pairs and ``_WINDOW`` ops on) is paired exactly, as many pairs as the
+    window holds (a longest common subsequence), and the walk goes on from its middle. An op
+    only one side has (an extra Cast, an op one tool does not record) is stepped over; a choice
+    made inside a run of one type is taken back where the run ends. Linear in the ops for runs
+    that mostly agree.
+    """
+    if len(types_a) * len(types_b) <= _EXACT_PAIRING:
+        matcher = difflib.SequenceMatcher(None, types_a, types_b, autojunk=False)
+        return [(block.a + k, block.b + k) for block in matcher.get_matching_blocks() for k in range(block.size)]
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(types_a) and j < len(types_b):
+        if types_a[i] == types_b[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+            continue
+        taken_back = 0
+        while pairs and taken_back < _BACK:
+            pairs.pop()
+            taken_back += 1
+        start_a, start_b = (pairs[-1][0] + 1, pairs[-1][1] + 1) if pairs else (0, 0)
+        surplus_a = len(types_a) - start_a > len(types_b) - start_b  # where a tie skips: the side with ops more
+        local = _longest_common(types_a[start_a : i + _WINDOW], types_b[start_b : j + _WINDOW], surplus_a)
+        ahead = [(start_a + x, start_b + y) for x, y in local]
+        kept = [(x, y) for x, y in ahead if x < i + _WINDOW // 2 and y < j + _WINDOW // 2]
+        if not any(x >= i or y >= j for x, y in kept):  # the first step forward, if it lies further
+            kept += [(x, y) for x, y in ahead if x >= i or y >= j][:1]
+        pairs.extend(kept)
+        last = kept[-1] if kept else (start_a - 1, start_b - 1)
+        moved = max(i, last[0] + 1), max(j, last[1] + 1)
+        i, j = moved if moved != (i, j) else (i + 1, j + 1)  # nothing in the window pairs with these two
+    return pairs
+
+
+def _longest_common(a: Sequence[str], b: Sequence[str], skip_a: bool) -> list[tuple[int, int]]:
+    """The pairs of a longest common subsequence of ``a`` and ``b`` (small: a window); where
+    two are as long, the one that skips on ``a`` first when ``skip_a``, else on ``b``."""
+    rows = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for x in range(len(a) - 1, -1, -1):
+        row, below = rows[x], rows[x + 1]
+        for y in range(len(b) - 1, -1, -1):
+            row[y] = below[y + 1] + 1 if a[x] == b[y] else max(below[y], row[y + 1])
+    pairs, x, y = [], 0, 0
+    while x < len(a) and y < len(b):
+        if a[x] == b[y]:
+            pairs.append((x, y))
+            x, y = x + 1, y + 1
+        elif rows[x + 1][y] > rows[x][y + 1] or (skip_a and rows[x + 1][y] == rows[x][y + 1]):
+            x += 1
+        else:
+            y += 1
+    return pairs
+
+
 def align(a: Sequence[RunOp], b: Sequence[RunOp]) -> Alignment:
     """Pair the ops of two runs: by scope, type and occurrence first; between those anchors, by
     type and order; what is left on either side is listed, never dropped."""
@@ -581,11 +646,9 @@ def align(a: Sequence[RunOp], b: Sequence[RunOp]) -> Alignment:
         if gap_a and gap_b:
             types_a = [normal_type(a[i].op_type) for i in gap_a]
             types_b = [normal_type(b[i].op_type) for i in gap_b]
-            inner = difflib.SequenceMatcher(None, types_a, types_b, autojunk=False)
-            for block in inner.get_matching_blocks():
-                for k in range(block.size):
-                    pairs.append((gap_a[block.a + k], gap_b[block.b + k]))
-                    by_type += 1
+            for i, j in _pair_by_type(types_a, types_b):
+                pairs.append((gap_a[i], gap_b[j]))
+                by_type += 1
         if anchor != (len(a), len(b)):
             pairs.append(anchor)
         previous = anchor
