@@ -570,7 +570,7 @@ class Alignment:
 
 _EXACT_PAIRING = 250_000  # gaps up to this many (a, b) cells are paired by difflib: the longest match
 _WINDOW = 48  # beyond: the ops both sides are paired over, exactly, where the walk meets a mismatch
-_BACK = 16  # and how many of the pairs just made it may take back
+_BACK = 16  # and how far back it may take pairs just made
 
 
 def _pair_by_type(types_a: Sequence[str], types_b: Sequence[str]) -> list[tuple[int, int]]:
@@ -579,11 +579,11 @@ def _pair_by_type(types_a: Sequence[str], types_b: Sequence[str]) -> list[tuple[
     Small gaps get difflib's longest matching blocks. difflib is quadratic where types repeat
     (8,000 ops took 88 s), and two runs whose scopes are spelled differently fall here whole;
     so a larger gap is walked once: equal types pair, and at a mismatch a window around it
-    (the last ``_BACK`` pairs and ``_WINDOW`` ops on) is paired exactly, as many pairs as the
+    (from ``_BACK`` ops before it to ``_WINDOW`` ops on) is paired exactly, as many pairs as the
     window holds (a longest common subsequence), and the walk goes on from its middle. An op
     only one side has (an extra Cast, an op one tool does not record) is stepped over; a choice
-    made inside a run of one type is taken back where the run ends. Linear in the ops for runs
-    that mostly agree.
+    made in the last ``_BACK`` ops of a run of one type is taken back where it ends. Linear in
+    the ops for runs that mostly agree, and for runs that share nothing.
     """
     if len(types_a) * len(types_b) <= _EXACT_PAIRING:
         matcher = difflib.SequenceMatcher(None, types_a, types_b, autojunk=False)
@@ -595,11 +595,11 @@ def _pair_by_type(types_a: Sequence[str], types_b: Sequence[str]) -> list[tuple[
             pairs.append((i, j))
             i, j = i + 1, j + 1
             continue
-        taken_back = 0
-        while pairs and taken_back < _BACK:
+        while pairs and pairs[-1][0] >= i - _BACK and pairs[-1][1] >= j - _BACK:  # the pairs just made
             pairs.pop()
-            taken_back += 1
-        start_a, start_b = (pairs[-1][0] + 1, pairs[-1][1] + 1) if pairs else (0, 0)
+        start_a, start_b = max(i - _BACK, 0), max(j - _BACK, 0)
+        if pairs:
+            start_a, start_b = max(start_a, pairs[-1][0] + 1), max(start_b, pairs[-1][1] + 1)
         surplus_a = len(types_a) - start_a > len(types_b) - start_b  # where a tie skips: the side with ops more
         local = _longest_common(types_a[start_a : i + _WINDOW], types_b[start_b : j + _WINDOW], surplus_a)
         ahead = [(start_a + x, start_b + y) for x, y in local]
@@ -607,6 +607,9 @@ def _pair_by_type(types_a: Sequence[str], types_b: Sequence[str]) -> list[tuple[
         if not any(x >= i or y >= j for x, y in kept):  # the first step forward, if it lies further
             kept += [(x, y) for x, y in ahead if x >= i or y >= j][:1]
         pairs.extend(kept)
+        if not local:  # nothing in the window pairs: the first half of it on both sides stays alone
+            i, j = i + _WINDOW // 2, j + _WINDOW // 2
+            continue
         last = kept[-1] if kept else (start_a - 1, start_b - 1)
         moved = max(i, last[0] + 1), max(j, last[1] + 1)
         i, j = moved if moved != (i, j) else (i + 1, j + 1)  # nothing in the window pairs with these two
