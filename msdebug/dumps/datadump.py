@@ -631,9 +631,7 @@ def tensor_stats(array: np.ndarray, chunk: int = CHUNK) -> TensorStats:
         low = lo if low is None else min(low, lo)
         high = hi if high is None else max(high, hi)
         finite_count += int(good.size)
-    first_index = tuple(int(i) for i in np.unravel_index(first, shape)) if first is not None and shape else None
-    if first is not None and not shape:
-        first_index = ()
+    first_index = _index(first, shape)
     mean = exact_sum(_finite_parts(flat, chunk)) / finite_count if finite_count else None
     return TensorStats(
         shape,
@@ -673,24 +671,30 @@ def _complex_stats(flat: np.ndarray, shape: tuple[int, ...], dtype: str, chunk: 
             low = good.min() if low is None else min(low, good.min())
             high = good.max() if high is None else max(high, good.max())
             finite_count += int(good.size)
-    mean = None
-    if finite_count:
-        parts = (np.abs(p[np.isfinite(p)]) for p in (flat[s : s + chunk] for s in range(0, flat.size, chunk)))
-        mean = exact_sum(parts) / finite_count
-    first_index = None if first is None else tuple(int(i) for i in np.unravel_index(first, shape)) if shape else ()
+    mean = exact_sum(_finite_parts(flat, chunk)) / finite_count if finite_count else None
     return TensorStats(
-        shape, dtype, int(flat.size), nan, posinf, neginf, first_index, first_kind,
+        shape, dtype, int(flat.size), nan, posinf, neginf, _index(first, shape), first_kind,
         None if low is None else float(low), None if high is None else float(high), mean, magnitude=True,
     )  # fmt: skip
 
 
 def _finite_parts(flat: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
+    """The finite values of ``flat``, ``chunk`` at a time, as the mean counts them (|z| of complex ones)."""
     is_float = _float_view(flat)
     for start in range(0, flat.size, chunk):
         part = np.asarray(flat[start : start + chunk])
         if part.dtype == np.bool_:
             part = part.view(np.uint8)
-        yield part[np.isfinite(part)] if is_float else part
+        if is_float:
+            part = part[np.isfinite(part)]
+        yield np.abs(part) if part.dtype.kind == "c" else part
+
+
+def _index(first: int | None, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The C-order flat position ``first`` as an index of ``shape`` (``()`` for a scalar)."""
+    if first is None:
+        return None
+    return tuple(int(i) for i in np.unravel_index(first, shape)) if shape else ()
 
 
 def is_finite(array: np.ndarray, chunk: int = CHUNK) -> bool:
