@@ -241,7 +241,7 @@ def _runs_across_tools(n: int) -> tuple[list, list, list[tuple[int, int]]]:
     the true pairs."""
     import random
 
-    from msdebug.dumps.diff import RunOp
+    from msdebug.dumps.runs import RunOp
 
     rng = random.Random(n)
     types = [
@@ -263,7 +263,7 @@ def _runs_across_tools(n: int) -> tuple[list, list, list[tuple[int, int]]]:
 
 
 def bench_align() -> dict:
-    from msdebug.dumps.diff import align
+    from msdebug.dumps.align import align
 
     result = {}
     print("alignment across tools (scopes spelled differently, a Cast every 50 ops)")

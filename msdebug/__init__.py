@@ -201,7 +201,8 @@ def first_nonfinite(path, rank=None):
 def diff(a, b, rtol=None, atol=None, rule: str = "allclose", rank=None):
     """The first op where two runs differ: each a directory (a run saved by ``%%msdiff --save``,
     a MindSpore data dump or an msprobe dump) or a run already read. ``b`` is the reference."""
-    from .dumps.diff import Run, diff_runs, read_any_run
+    from .dumps.diff import diff_runs, read_any_run
+    from .dumps.runs import Run
 
     runs = [side if isinstance(side, Run) else read_any_run(side, rank=rank) for side in (a, b)]
     return diff_runs(runs[0], runs[1], rtol, atol, rule)

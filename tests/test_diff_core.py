@@ -14,18 +14,9 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from msdebug.dumps.diff import (
-    RUN_FILE,
-    RunOp,
-    TensorRef,
-    Tolerance,
-    align,
-    compare_arrays,
-    diff_runs,
-    normal_type,
-    read_run,
-    tolerance_for,
-)
+from msdebug.dumps.align import align, normal_type
+from msdebug.dumps.diff import Tolerance, compare_arrays, diff_runs, tolerance_for
+from msdebug.dumps.runs import RUN_FILE, RunOp, TensorRef, read_run
 from msdebug.errors import DumpError, DumpFormatError, InvalidValueError
 
 FAST = settings(max_examples=80)

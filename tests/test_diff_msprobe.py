@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from msdebug.dumps.diff import diff_runs, find_msprobe_dump, read_any_run, read_msprobe_dump, read_run
+from msdebug.dumps.diff import diff_runs, read_any_run
+from msdebug.dumps.msprobe import find_msprobe_dump, read_msprobe_dump
+from msdebug.dumps.runs import read_run
 from msdebug.errors import DumpError, DumpFormatError, MsDebugError
 
 

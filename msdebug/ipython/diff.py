@@ -33,7 +33,7 @@ def _histogram(ref) -> tuple[list[int], list[float]] | None:
     import numpy as np
 
     from ..dumps.datadump import histogram
-    from ..dumps.diff import open_ref
+    from ..dumps.runs import open_ref
     from ..errors import MsDebugError
 
     try:

@@ -5,7 +5,7 @@ does, names each op as MindSpore names its kernels (:class:`~msdebug.backend.hoo
 and keeps each tensor once: an op's input that an earlier op made refers to that op's values.
 A run that is compared at once keeps them in memory (up to 512 MiB); a run that is saved
 writes one ``.npy`` per tensor and ``run.json`` last, in one rename, so a directory with one is
-complete; :func:`msdebug.dumps.diff.read_run` reads it back, in this kernel, another one or a
+complete; :func:`msdebug.dumps.runs.read_run` reads it back, in this kernel, another one or a
 terminal. :class:`DiffSession` runs the cell once or twice with such a recorder (PyNative) or
 a data dump (GRAPH) and compares.
 """
@@ -24,11 +24,13 @@ from typing import Any
 
 from .. import interrupts
 from ..backend.hooks import tensors_in
-from ..dumps.diff import RUN_FILE, RUN_FORMAT, RUN_VERSION, Run, read_any_run, read_run
+from ..dumps.diff import read_any_run
 from ..dumps.nan import source_text
 from ..dumps.rendered import Rendered, rendered_by
+from ..dumps.runs import RUN_FILE, RUN_FORMAT, RUN_VERSION, Run, read_run
 from ..errors import DumpError, InvalidValueError, did_you_mean
 from .datadump import graph_only_reason
+from .hooked import HookedCell
 
 __all__ = ["DiffSession", "RunRecorder", "SavedRun", "check_run_name", "read_against", "save_run"]
 
@@ -163,20 +165,17 @@ class RunRecorder:
 # --------------------------------------------------------------------------- one run of a cell
 
 
-class Side:
+class Side(HookedCell):
     """One run of the cell, recorded: under the hooks in PyNative mode, from a data dump in
     GRAPH mode. ``mode`` forces one for the run (the context is put back after it); ``dtype``
-    runs the networks of ``namespace`` in that float type (``Cell.to_float``, undone after)."""
+    runs the networks of ``namespace`` in that float type (``Cell.to_float``, undone after).
+    The lifecycle (SIGINT held, scopes, hooks, close) is :class:`~msdebug.recorders.hooked.HookedCell`'s."""
 
     def __init__(self, session: DiffSession, label: str, mode: str | None = None, dtype: str | None = None) -> None:
+        super().__init__()
         self.session, self.label, self.mode, self.dtype = session, label, mode, dtype
         self.run: Run | None = None
-        self._hooks = None
         self._recorder: RunRecorder | None = None
-        self._scopes: list[Any] = []
-        self._dump = ""
-        self._before: set[str] = set()
-        self._held = False
 
     @property
     def graph(self) -> bool:
@@ -184,86 +183,48 @@ class Side:
 
         return self.mode == "graph" if self.mode else get_backend().read("mode") == 0
 
-    def __enter__(self) -> Side:
+    def _setup(self) -> None:
         from .. import settings
-        from ..backend.hooks import OpHooks
         from . import datadump
 
-        interrupts.hold()  # released at the end of __exit__, as %%msnan does: see NanSession
-        self._held = True
-        try:
-            self.session.before_side(self)
-            if self.mode is not None:
-                scope = settings.context(mode=self.mode)
-                scope.__enter__()
-                self._scopes.append(scope)
-            if self.dtype is not None:
-                from ..backend.diff import FloatScope, networks_in
+        self.session.before_side(self)
+        if self.mode is not None:
+            self.enter_scope(settings.context(mode=self.mode))
+        if self.dtype is not None:
+            from ..backend.diff import FloatScope, networks_in
 
-                cells = networks_in(self.session.namespace)
-                if not cells:
-                    from ..errors import MagicUsageError
+            cells = networks_in(self.session.namespace)
+            if not cells:
+                from ..errors import MagicUsageError
 
-                    raise MagicUsageError(
-                        f"--dtype {self.dtype}: no network (a Cell or a Model) in the namespace to run in {self.dtype}."
-                    )
-                scope = FloatScope(cells, self.dtype)
-                scope.__enter__()
-                self._scopes.append(scope)
-            if self.graph:
-                self._dump, _ = datadump.dump_for_cell(self.session.code, magic="%%msdiff", rerun=_NO_RERUN)
-                self._before = _iteration_dirs(self._dump)
-            else:
-                self._recorder = RunRecorder(
-                    self.session.side_dir(self),
-                    self.session.run_label(self),
-                    self.session.meta(self),
-                    keep_in_memory=not self.session.saves(self),
+                raise MagicUsageError(
+                    f"--dtype {self.dtype}: no network (a Cell or a Model) in the namespace to run in {self.dtype}."
                 )
-                self._hooks = OpHooks(self._recorder)
-                self._hooks.install()
-        except BaseException:
-            self._close()
-            raise
-        return self
+            self.enter_scope(FloatScope(cells, self.dtype))
+        if self.graph:
+            self.use_dump(*datadump.dump_for_cell(self.session.code, magic="%%msdiff", rerun=_NO_RERUN))
+        else:
+            self._recorder = RunRecorder(
+                self.session.side_dir(self),
+                self.session.run_label(self),
+                self.session.meta(self),
+                keep_in_memory=not self.session.saves(self),
+            )
+            self.watch(self._recorder)
 
-    @interrupts.protected
-    def _close(self) -> None:
-        try:
-            if self._hooks is not None:
-                hooks, self._hooks = self._hooks, None
-                hooks.remove()
-                self._recorder.names.forget()
-        finally:
-            try:
-                while self._scopes:
-                    self._scopes.pop().__exit__(None, None, None)
-            finally:
-                if self._held:
-                    self._held = False
-                    interrupts.let_go()
+    def _finished(self, failed: bool) -> None:
+        from ..dumps.runs import run_from_new_iterations
 
-    @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the hooks' removal
-    def __exit__(self, kind, error, tb) -> bool:
-        try:
-            self._close()
-        finally:
-            if kind is not None:
-                self.session.discard()  # here, where a second Ctrl-C waits for it
-        if kind is None:
-            self._finish()
-        return False
-
-    def _finish(self) -> None:
-        from ..dumps.diff import run_from_new_iterations
-
+        if failed:
+            self.session.discard()  # here, where a second Ctrl-C waits for it
+            return
         if self._recorder is not None:
             self.run = self._recorder.finish()
             reason = graph_only_reason(self.session.code)
             if reason:
                 self.run.notes.append(f"{self.label}: the hooks record PyNative ops only; {reason}")
-        elif self._dump:
-            self.run = run_from_new_iterations(self._dump, self._before, self.label)
+        elif self.dump_path:
+            self.run = run_from_new_iterations(self.dump_path, self._before, self.label)
 
 
 _SCRATCH: list[Path] = []  # this process's recordings: a report's walker reads them until the process ends
@@ -278,12 +239,6 @@ def _remove_scratch() -> None:
 
 
 _NO_RERUN = "or compare in PyNative mode, where the hooks record every op: %%msdiff --repeat, --dtype or --against"
-
-
-def _iteration_dirs(root: str) -> set[str]:
-    from ..dumps.datadump import iteration_paths
-
-    return iteration_paths(root)
 
 
 # --------------------------------------------------------------------------- the session
