@@ -320,8 +320,11 @@ HELPERS = {
     # envconfig: MindSpore's env_config.json file, which RDR is read from; profile_options and
     # profile_dynamic: the profiler's two other ways in (MS_PROFILER_OPTIONS / profiler_config.json,
     # DynamicProfilerMonitor), beside the session in profile.py
-    "recorders": {"envconfig", "profile_options", "profile_dynamic"},
-    "dumps": {"ir", "cells", "rendered"},  # the .ir format (rdr and graphs); notebook cell names; the models' mixin
+    # hooked: one watched run of a cell (SIGINT held, scopes, dump, hooks), shared by nan and diff
+    "recorders": {"envconfig", "profile_options", "profile_dynamic", "hooked"},
+    # the .ir format (rdr and graphs); notebook cell names; the models' mixin; runs (the run model and
+    # the saved-run format), align (which op is which) and msprobe (its dumps as runs), read by diff
+    "dumps": {"ir", "cells", "rendered", "runs", "align", "msprobe"},
     "views": {"_html", "_text", "svg", "report"},  # shared HTML/text pieces; SVG charts; the report model
     "ipython": {"extension", "prefs", "hooks", "completion", "comm"},
     "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body

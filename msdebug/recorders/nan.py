@@ -21,11 +21,12 @@ from typing import Any
 
 from .. import interrupts
 from ..backend.hooks import tensors_in
-from ..dumps.datadump import is_finite, iteration_paths, read_data_dump, tensor_stats
+from ..dumps.datadump import is_finite, read_data_dump, tensor_stats
 from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
 from .datadump import graph_only_reason
+from .hooked import HookedCell
 
-__all__ = ["NanSession", "NanWatch", "graph_only_reason", "iteration_dirs", "scan_new_iterations", "watch_pynative"]
+__all__ = ["NanSession", "NanWatch", "graph_only_reason", "scan_new_iterations", "watch_pynative"]
 
 
 class NanWatch:
@@ -247,25 +248,26 @@ def to_numpy_quiet(tensor: Any):
         return np.zeros(0)
 
 
+class _Watched(HookedCell):
+    """The hooks alone, for :func:`watch_pynative`: no mode scope, no dump, no report."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observer = NanWatch()
+
+    def _setup(self) -> None:
+        self.watch(self.observer)
+
+    def _finished(self, failed: bool) -> None:
+        pass
+
+
 @contextmanager
 def watch_pynative() -> Iterator[NanWatch]:
     """``with watch_pynative() as watch:`` the block runs with the hooks; ``watch.report()``
     afterwards. The hooks are removed when the block ends, however it ends."""
-    from ..backend.hooks import OpHooks
-
-    watch = NanWatch()
-    hooks = OpHooks(watch)
-    try:
-        hooks.install()
-        yield watch
-    finally:
-        hooks.remove()
-        watch.names.forget()
-
-
-def iteration_dirs(root: str) -> set[str]:
-    """Iteration folders of a data dump now (to tell which ones a cell wrote)."""
-    return iteration_paths(root)
+    with _Watched() as watched:
+        yield watched.observer
 
 
 def scan_new_iterations(root: str, before: set[str], progress=None) -> NanReport:
@@ -279,7 +281,7 @@ def scan_new_iterations(root: str, before: set[str], progress=None) -> NanReport
     return report
 
 
-class NanSession:
+class NanSession(HookedCell):
     """The context manager behind ``%%msnan``: the block runs watched, ``.report`` says what it found.
 
     * ``pynative=True``: the block runs in PyNative mode (the context is put back after it)
@@ -288,6 +290,9 @@ class NanSession:
       are scanned from it as well, and the earlier finding wins;
     * GRAPH mode: the block runs with a data dump (set up now if no graph was compiled yet)
       and the iterations it wrote are scanned.
+
+    The lifecycle (SIGINT held, scopes, hooks, close) is :class:`~msdebug.recorders.hooked.HookedCell`'s;
+    the report is made also when the block failed: it covers the ops before the error.
 
     Raises
     ------
@@ -303,79 +308,40 @@ class NanSession:
         pynative: bool = False,
         progress=None,
     ) -> None:
+        super().__init__()
         self.code = code
         self.pynative = pynative
         self.progress = progress
         self.report: NanReport | None = None
-        self.dump_path = ""
-        self.dump_new = False
         self._watch: NanWatch | None = None
-        self._hooks = None
-        self._scope = None
-        self._before: set[str] = set()
         self._compiled = False
-        self._held = False
 
-    def __enter__(self) -> NanSession:
+    def _setup(self) -> None:
+        from .. import settings
         from ..backend import datadump as _switch
         from ..backend import get_backend
-        from ..backend.hooks import OpHooks
         from . import datadump
 
         backend = get_backend()
         graph = backend.read("mode") == 0 and not self.pynative
-        # Held to the end of __exit__: MindSpore's graph runs cannot take SIGINT (its handler ends
-        # the process), and an interrupt on the first line of __exit__ waits for the hooks' removal.
-        interrupts.hold()
-        self._held = True
-        try:
-            if graph:
-                self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
-            else:
-                status = datadump.dump_status()
-                if status.config_file and not status.error and (status.in_effect or not status.compiled):
-                    self.dump_path = status.dump_path
-                elif graph_only_reason(self.code) and not status.config_file and not status.compiled:
-                    # @jit functions run as graphs in PyNative too: their ops need a dump.
-                    self.dump_path, self.dump_new = datadump.dump_for_cell(self.code)
-            if self.dump_path:
-                self._before = iteration_dirs(self.dump_path)
-            self._compiled = _switch.graph_compiled()
-            if self.pynative and backend.read("mode") == 0:
-                from .. import settings
+        if graph:
+            self.use_dump(*datadump.dump_for_cell(self.code))
+        else:
+            status = datadump.dump_status()
+            if status.config_file and not status.error and (status.in_effect or not status.compiled):
+                self.use_dump(status.dump_path, False)
+            elif graph_only_reason(self.code) and not status.config_file and not status.compiled:
+                # @jit functions run as graphs in PyNative too: their ops need a dump.
+                self.use_dump(*datadump.dump_for_cell(self.code))
+        self._compiled = _switch.graph_compiled()
+        if self.pynative and backend.read("mode") == 0:
+            self.enter_scope(settings.context(mode="pynative"))
+        if not graph:
+            self._watch = NanWatch()
+            self.watch(self._watch)
 
-                self._scope = settings.context(mode="pynative")
-                self._scope.__enter__()
-            if not graph:
-                self._watch = NanWatch()
-                self._hooks = OpHooks(self._watch)
-                self._hooks.install()
-        except BaseException:
-            self._close()
-            raise
-        return self
-
-    @interrupts.protected
-    def _close(self) -> None:
-        try:
-            if self._hooks is not None:
-                self._hooks.remove()
-                self._watch.names.forget()
-        finally:
-            try:
-                if self._scope is not None:
-                    scope, self._scope = self._scope, None
-                    scope.__exit__(None, None, None)
-            finally:
-                if self._held:
-                    self._held = False
-                    interrupts.let_go()
-
-    @interrupts.protected  # SIGINT is held: an interrupt on this line waits for the hooks' removal
-    def __exit__(self, *exc) -> bool:
-        self._close()
-        self._finish()
-        return False
+    def _finished(self, failed: bool) -> None:
+        self._finish()  # also after an error: the report covers the ops before it
 
     @interrupts.interruptible  # Ctrl-C may stop a long dump scan
     def _finish(self) -> None:
@@ -385,9 +351,9 @@ class NanSession:
         if self.dump_new:
             notes.append(f"msdebug set up a data dump in {self.dump_path} for this kernel's graphs")
         hooked = self._watch.report() if self._watch is not None else None
-        if hooked is not None and self._hooks.errors:
+        if hooked is not None and self.hook_errors:
             hooked.notes.append(
-                f"{len(self._hooks.errors)} checks failed and were skipped; the first: {self._hooks.errors[0]}"
+                f"{len(self.hook_errors)} checks failed and were skipped; the first: {self.hook_errors[0]}"
             )
         if hooked is not None and not self.dump_path and graph_only_reason(self.code):
             hooked.notes.append(
@@ -400,7 +366,7 @@ class NanSession:
                 "and no data dump can be set up any more in this process"
             )
         dumped = None
-        if self.dump_path and (self._watch is None or iteration_dirs(self.dump_path) - self._before):
+        if self.dump_path and (self._watch is None or self.new_iterations()):
             dumped = scan_new_iterations(self.dump_path, self._before, self.progress)
         if hooked is not None and dumped is not None:
             # The earlier finding is the report; the other says what it found, a value or none.
