@@ -244,6 +244,10 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("ranks/pool.py", "path.read_text(encoding='ascii')"): "a supervisor's pid, written in the pool's directory",
     ("ranks/pool.py", "open(path, encoding='utf-8', errors='replace')"): "the stacks a rank's faulthandler wrote",
     ("__init__.py", "source.read_text(encoding='utf-8')"): "msdebug's own extension/package.json",
+    (
+        "recorders/diff.py",
+        "open(ref.path, 'xb')",
+    ): "a new file for a value kept in memory, in the run's own scratch folder",
     ("backend/profile.py", "(root / relative).read_text(encoding='utf-8')"): (
         "the installed MindSpore's own source, parsed for its profiler tables"
     ),

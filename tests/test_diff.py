@@ -215,6 +215,9 @@ def test_pynative_against_graph_aligns_every_op_and_agrees():
         assert status == "ok", text
         assert "GRAPH (data dump) against PyNative (msdebug run)" in text
         assert "They agree: 7 aligned ops" in text, text
+        # the dump it switched on stays on for the process: said, as %%msnan says it
+        assert re.search(r"msdebug set up a data dump in \S+ for this kernel's graphs \(GRAPH\): MindSpore dumps every "
+                         r"op of every graph it runs, for the rest of this process", text), text  # fmt: skip
         assert "Only in" not in text
         status, outputs = k.run("print(msdebug.get('mode'))")
         assert _text(outputs).strip() == "1"  # PyNative again

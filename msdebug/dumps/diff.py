@@ -376,6 +376,8 @@ class DiffReport(Rendered):
     notes: list[str] = field(default_factory=list)
     ops: list[OpDiff] = field(default_factory=list)  # every aligned op compared, for the walker
     first_stats: dict = field(default_factory=dict)  # ("a" or "b", slot) -> statistics, for the first op
+    restored: str = ""  # what was put back before the second run ("restored 4 Parameters ...")
+    restored_nothing: bool = False  # and it was nothing: the second run started where the first ended
 
     @property
     def differs(self) -> bool:
@@ -421,6 +423,22 @@ class DiffReport(Rendered):
                 return own[-1], f"only this run has it{there}"
             return other[-1], "only the reference has it: this run skips it"
         return first.a, ""
+
+    @property
+    def differing_inputs(self) -> list[str]:
+        """Where the first differing op's differing inputs come from, when no op of the run
+        made them (``x``, ``parameter fc.weight``, ``gradient of fc.weight``): the difference
+        was there before the cell's first op that the runs record."""
+        first = self.first
+        if first is None or self.culprit is None or self.culprit[0] is not first.a:
+            return []
+        refs = {ref.slot: ref for ref in first.a.inputs}
+        found = []
+        for tensor in first.tensors:
+            ref = refs.get(tensor.slot)
+            if ref is not None and ref.origin and not tensor.agrees and ref.origin not in found:
+                found.append(ref.origin)
+        return found
 
     @property
     def unaligned_a(self) -> list[RunOp]:

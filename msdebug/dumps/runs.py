@@ -59,6 +59,9 @@ class TensorRef:
     dtype: str = ""
     stats: dict | None = None  # max/min/mean/norm, where a run recorded statistics only
     values: np.ndarray | None = field(default=None, compare=False, repr=False)  # kept in memory, not in a file
+    # Where an input no op of the run made comes from ("x", "parameter fc.weight", "gradient of
+    # fc.weight", "a value"); "" for a value an op made, or where the run does not say.
+    origin: str = ""
 
     @property
     def io(self) -> str:
@@ -190,7 +193,8 @@ def _tensor_ref(root: Path, item: object, where: str, io: str, slot: int) -> Ten
         raise DumpFormatError(f"{where}: not an object.")
     file = item.get("file")
     path = root / _untrusted_name(file, where) if file is not None else None
-    return TensorRef(f"{io} {slot}", path, _shape(item.get("shape", []), where), _text(item.get("dtype"), 32))
+    shape, dtype = _shape(item.get("shape", []), where), _text(item.get("dtype"), 32)
+    return TensorRef(f"{io} {slot}", path, shape, dtype, origin=_text(item.get("origin"), 240))
 
 
 def run_from_dump(path: str | os.PathLike, rank: int | None = None, iteration: int | None = None,

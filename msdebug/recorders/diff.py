@@ -12,7 +12,6 @@ a data dump (GRAPH) and compares.
 
 from __future__ import annotations
 
-import atexit
 import json
 import linecache
 import os
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import interrupts
-from ..backend.hooks import tensors_in
+from ..backend.hooks import is_tensor, tensors_in
 from ..dumps.diff import read_any_run
 from ..dumps.nan import source_text
 from ..dumps.rendered import Rendered, rendered_by
@@ -44,7 +43,12 @@ class RunRecorder:
     MEMORY_BYTES = 512 << 20  # kept in memory (``keep_in_memory``) up to this; files beyond
 
     def __init__(
-        self, root: str | os.PathLike, label: str, meta: dict | None = None, keep_in_memory: bool = False
+        self,
+        root: str | os.PathLike,
+        label: str,
+        meta: dict | None = None,
+        keep_in_memory: bool = False,
+        namespace: dict | None = None,
     ) -> None:
         from ..backend.hooks import OpNames
 
@@ -65,10 +69,35 @@ class RunRecorder:
         self.arrays: dict[str, Any] = {}
         self._in_memory = 0
         self._files: dict[int, tuple[weakref.ref, dict]] = {}
+        # Where a value no op of the cell made comes from: the notebook name that holds it, or the
+        # Parameter whose gradient an optimizer was given. Said when such a value differs.
+        self._origins: dict[int, tuple[weakref.ref, str]] = {}
+        self._namespace = namespace or {}
+        for name, value in self._tensor_names():
+            self._origin(value, name)
+
+    def _tensor_names(self) -> list[tuple[str, Any]]:
+        return [(n, v) for n, v in list(self._namespace.items())[:10_000] if not n.startswith("_") and is_tensor(v)]
+
+    def _origin(self, tensor: Any, label: str) -> None:
+        try:
+            self._origins.setdefault(id(tensor), (weakref.ref(tensor), label))
+        except TypeError:  # a Tensor without weak references: its origin stays unnamed
+            pass
 
     # -- HookObserver
     def enter_cell(self, cell: Any, args: tuple = ()) -> None:
+        from ..backend.hooks import optimizer_parameters
+
+        names = optimizer_parameters(cell)
         self.names.enter(cell)
+        if names is not None:
+            # An optimizer's inputs are gradients, which the backward pass made: no hook sees it, and
+            # optimizers often run as graphs (@jit). They are recorded as one op of the optimizer's
+            # type, so a difference made in the backward pass is found there, and named as a gradient.
+            for position, gradient in enumerate(tensors_in(args)):
+                self._origin(gradient, f"gradient of {names[position] if position < len(names) else position}")
+            self.op(type(cell).__name__, args, None)
 
     def exit_cell(self, cell: Any) -> None:
         self.names.exit(cell)
@@ -100,7 +129,19 @@ class RunRecorder:
         known = self._files.get(id(tensor))
         if known is not None and known[0]() is tensor:
             return dict(known[1])  # made by an earlier op (or an input seen before): its file
-        return self._save(tensor, index, io, slot)
+        ref = self._save(tensor, index, io, slot)
+        ref["origin"] = self._origin_of(tensor)  # the dict _files keeps too: later uses say it as well
+        return ref
+
+    def _origin_of(self, tensor: Any) -> str:
+        """Where an input no op of the cell made comes from, in words: ``x``, ``gradient of
+        fc.weight``, ``parameter fc.weight``, or ``a value`` when nothing names it."""
+        known = self._origins.get(id(tensor))
+        if known is not None and known[0]() is tensor:
+            return known[1]
+        if type(tensor).__name__ == "Parameter":
+            return f"parameter {str(getattr(tensor, 'name', ''))[:200]}"
+        return "a value"
 
     def _save(self, tensor: Any, index: int, io: str, slot: int) -> dict:
         import numpy as np
@@ -121,7 +162,9 @@ class RunRecorder:
             values = values.astype(np.float32)
         file = f"{index:06d}.{io}.{slot}.npy"
         if self.keep_in_memory and self._in_memory + values.nbytes <= self.MEMORY_BYTES:
-            self.arrays[file] = values
+            # asnumpy() may hand back the tensor's own memory (a Parameter's, on CPU): an op that
+            # updates it in place later (AssignAdd, an optimizer) would change what was recorded.
+            self.arrays[file] = values if values.flags.owndata else values.copy()
             self._in_memory += values.nbytes
         else:
             np.save(self.root / file, values, allow_pickle=False)
@@ -136,6 +179,7 @@ class RunRecorder:
     # -- the end
     def finish(self) -> Run:
         """Write ``run.json`` (in one rename) and read the run back."""
+        self._name_new_values()
         index = {
             "format": RUN_FORMAT,
             "version": RUN_VERSION,
@@ -154,6 +198,16 @@ class RunRecorder:
                 op.inputs = [self._with_values(ref) for ref in op.inputs]
                 op.outputs = [self._with_values(ref) for ref in op.outputs]
         return run
+
+    def _name_new_values(self) -> None:
+        """Values the cell made outside the ops (``xb = next(batches)``) are named by the notebook
+        name that holds them after it."""
+        holders = {id(value): (name, value) for name, value in self._tensor_names()}
+        for ref, item in self._files.values():
+            tensor = ref()
+            found = holders.get(id(tensor)) if tensor is not None and item.get("origin") == "a value" else None
+            if found is not None and found[1] is tensor:
+                item["origin"] = found[0]
 
     def _with_values(self, ref):
         from dataclasses import replace
@@ -209,6 +263,7 @@ class Side(HookedCell):
                 self.session.run_label(self),
                 self.session.meta(self),
                 keep_in_memory=not self.session.saves(self),
+                namespace=self.session.namespace,
             )
             self.watch(self._recorder)
 
@@ -227,15 +282,32 @@ class Side(HookedCell):
             self.run = run_from_new_iterations(self.dump_path, self._before, self.label)
 
 
-_SCRATCH: list[Path] = []  # this process's recordings: a report's walker reads them until the process ends
-
-
-@atexit.register
-def _remove_scratch() -> None:
+def _remove_scratch(path: Path) -> None:
     import shutil
 
-    for path in _SCRATCH:
-        shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _to_disk(run: Run) -> Run:
+    """The values a recorder kept in memory, written beside its ``run.json`` and let go: a report
+    keeps the run for its walker, which reads them back as memory maps, and the notebook's
+    ``Out[]`` must not pin up to 512 MiB of tensors a side."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    written: set[Path] = set()
+    for op in run.ops:
+        for refs in (op.inputs, op.outputs):
+            for position, ref in enumerate(refs):
+                if ref.values is None or ref.path is None:
+                    continue
+                if ref.path not in written:
+                    with open(ref.path, "xb") as handle:  # a new file in msdebug's own scratch folder
+                        np.save(handle, ref.values, allow_pickle=False)
+                    written.add(ref.path)
+                refs[position] = replace(ref, values=None)
+    return run
 
 
 _NO_RERUN = "or compare in PyNative mode, where the hooks record every op: %%msdiff --repeat, --dtype or --against"
@@ -250,8 +322,12 @@ class DiffSession:
     ``how``: ``repeat`` (the same cell twice), ``modes`` (PyNative, then GRAPH), ``dtype``
     (as it is, then the networks in ``dtype``), or ``against`` (once, against ``against``: a
     saved run's name or a directory). ``save`` keeps the (first) run as ``runs_dir/<save>``.
-    The Parameters of the networks in ``namespace`` are put back before the second run, so
-    both start from the same values; ``seed`` (MindSpore's global seed) is set before each.
+    The Parameters of the networks in ``namespace`` (or of what ``restore`` names: ``net,opt``)
+    are put back before the second run, so both start from the same values, and the report
+    says what that covered; ``seed`` (MindSpore's global seed) is set before each.
+
+    The recordings live in a scratch folder that goes with the report (or at once, when
+    there is none).
     """
 
     def __init__(
@@ -268,6 +344,7 @@ class DiffSession:
         atol: float | None = None,
         rule: str = "allclose",
         runs_dir: str | os.PathLike = "msdiff_runs",
+        restore: str | None = None,
     ) -> None:
         import tempfile
 
@@ -280,8 +357,18 @@ class DiffSession:
             self.reference = read_against(against, self.runs_dir)  # a bad name fails before the cell runs
         if save is not None:
             check_run_name(save, self.runs_dir)
+        self._holders: list[tuple[str, Any]] | None = None
+        if restore is not None:
+            if how not in ("repeat", "modes", "dtype"):
+                raise InvalidValueError(
+                    f"--restore {restore}: Parameters are put back between two runs of the cell; "
+                    "use it with --repeat, --modes or --dtype."
+                )
+            from ..backend.diff import restorable
+
+            self._holders = restorable(namespace, restore)  # a bad name fails before the cell runs
         self.scratch = Path(tempfile.mkdtemp(prefix="msdebug-diff-"))
-        _SCRATCH.append(self.scratch)
+        self._scratch_goes = weakref.finalize(self, _remove_scratch, self.scratch)  # also at exit
         self._snapshot = None
         if how == "repeat":
             self.sides = [Side(self, "first run"), Side(self, "second run")]
@@ -332,11 +419,12 @@ class DiffSession:
 
     def before_side(self, side: Side) -> None:
         """Before each run: the first takes the Parameters' values, the later ones start from them."""
-        from ..backend.diff import ParameterSnapshot, networks_in
+        from ..backend.diff import ParameterSnapshot, named_networks
 
         if side is self.sides[0]:
             if len(self.sides) > 1:
-                self._snapshot = ParameterSnapshot(networks_in(self.namespace))
+                holders = self._holders if self._holders is not None else named_networks(self.namespace)
+                self._snapshot = ParameterSnapshot(holders)
         elif self._snapshot is not None:
             self._snapshot.restore()
         if self.seed is not None:
@@ -351,16 +439,32 @@ class DiffSession:
 
         runs = [side.run for side in self.sides]
         if any(run is None for run in runs):
+            self._scratch_goes()
             return None
         if self.save is not None and runs[0].kind == "data dump":
             runs[0] = save_run(runs[0], self.runs_dir / self.save, self.save)
         if self.how == "save":
+            self._scratch_goes()
             return SavedRun(runs[0], self.save or "")
         if self.how == "against":
             a, b = runs[0], self.reference
         else:
             b, a = runs
-        return diff_runs(a, b, self.rtol, self.atol, self.rule)
+        report = diff_runs(a, b, self.rtol, self.atol, self.rule)
+        for run in runs:
+            _to_disk(run)
+        notes = [
+            f"msdebug set up a data dump in {side.dump_path} for this kernel's graphs ({side.label}): MindSpore "
+            "dumps every op of every graph it runs, for the rest of this process"
+            for side in self.sides
+            if side.dump_new
+        ]
+        if self._snapshot is not None:
+            report.restored, report.restored_nothing = self._snapshot.summary, not self._snapshot.count
+        report.notes[:0] = notes
+        self._scratch_goes.detach()
+        weakref.finalize(report, _remove_scratch, self.scratch)  # the walker reads it while the report lives
+        return report
 
 
 # --------------------------------------------------------------------------- saved runs

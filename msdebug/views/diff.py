@@ -70,6 +70,10 @@ def build(report) -> r.Report:
     ]
     # What the verdict does not cover comes first: a recording cut at its cap.
     sections.extend(r.Line((r.Span("Only part was recorded", "bad"), f": {why}")) for why in report.partial)
+    if report.restored_nothing:
+        sections.append(r.Line((r.Span("Nothing was put back", "bad"), f": {report.restored}.")))
+    elif report.restored:
+        sections.append(r.Line(f"{report.restored}, before the second run", look="note"))
     first = report.first
     if first is None and report.nothing_compared:
         sections.append(r.Line((r.Span("Nothing compared", "bad"), f": {report.nothing_compared}.")))
@@ -122,14 +126,7 @@ def build(report) -> r.Report:
         if where and culprit is first.a:
             sections.append(r.Line(where, indent=2, title=first.a.source or first.b.source))
         if differing.slot.startswith("input") and culprit is first.a:
-            sections.append(
-                r.Line(
-                    "its input already differs: the value comes into this op from the data, a parameter, "
-                    "a constant, or an op only one run has",
-                    look="note",
-                    indent=2,
-                )  # fmt: skip
-            )
+            sections.extend(r.Line(text, look="note", indent=2) for text in _input_notes(report.differing_inputs))
         if report.entered_by:
             items = [(r.Span(op.name, "fit"), f" ({op.op_type})", *((" at ", op.place) if op.place else ()))
                      for op in report.entered_by[:_MAX_LISTED]]  # fmt: skip
@@ -192,6 +189,32 @@ def build(report) -> r.Report:
             )
     sections.extend(r.Line(note, look="note") for note in report.notes[:_MAX_NOTES])
     return r.Report(sections, cls="msdebug-diff", style="font-size:95%")
+
+
+def _input_notes(origins: list[str]) -> list[str]:
+    """Why the first differing op's input differs, from where the runs say it came."""
+    gradients = [o for o in origins if o.startswith("gradient of ")]
+    values = [o for o in origins if not o.startswith("gradient of ")]
+    notes = []
+    if gradients:
+        notes.append(
+            f"{', '.join(gradients[:_MAX_LISTED])}: the backward pass made it, which the hooks do not see, so "
+            "the backward pass is the likely source; to look there, run the cell in GRAPH mode with "
+            "%%msdiff --repeat, whose data dump records the backward kernels"
+        )
+    if values:
+        named = ", ".join("an unnamed value" if o == "a value" else o for o in values[:_MAX_LISTED])
+        notes.append(
+            f"the cell's inputs differ between the runs: {named}; no op of the cell made it, so it changed "
+            "outside the ops recorded (data, an iterator or a counter, numpy's random state, or a Parameter "
+            "not put back)"
+        )
+    if not origins:
+        notes.append(
+            "its input already differs: the value comes into this op from the data, a parameter, "
+            "a constant, or an op only one run has"
+        )
+    return notes
 
 
 def _stats_items(report) -> list:

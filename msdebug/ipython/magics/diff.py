@@ -26,6 +26,12 @@ DIFF = Spec(
             Option("--save", "NAME", "keep this run as msdiff_runs/NAME"),
             Option("--against", "NAME|PATH", "this run against a saved run, a data dump or an msprobe dump"),
             Option("--seed", "N", "MindSpore's global seed, set before each run"),
+            Option(
+                "--restore",
+                "NAME[,NAME]",
+                "the Cells, Models or Parameters put back before the second run (default: every network "
+                "bound to a top-level name)",
+            ),
             Option("--rtol", "X", "relative tolerance (default per dtype, see the README)"),
             Option("--atol", "X", "absolute tolerance (default per dtype)"),
             Option("--rule", "allclose|msprobe", "the verdict per tensor", choices=("allclose", "msprobe")),
@@ -64,7 +70,8 @@ class DiffMagics(Magics):
         Usage::
 
             %%msdiff --repeat | --modes | --dtype float16|bfloat16 | --against NAME|PATH
-                     [--save NAME] [--seed N] [--rtol X] [--atol X] [--rule allclose|msprobe]
+                     [--save NAME] [--seed N] [--restore NAME[,NAME]] [--rtol X] [--atol X]
+                     [--rule allclose|msprobe]
 
         --repeat        the same cell twice: the first op that is not deterministic (a dropout)
         --modes         PyNative under hooks, then GRAPH from a data dump
@@ -72,10 +79,15 @@ class DiffMagics(Magics):
         --against NAME  this run against one saved with --save NAME, or a directory: a saved run,
                         a MindSpore data dump (GRAPH) or an msprobe dump
         --save NAME     keep this run as msdiff_runs/NAME (alone: only save it)
+        --restore NAMES what is put back before the second run: Cells, Models or Parameters, by
+                        name (net,opt or trainer.net); by default every Cell or Model bound to a
+                        top-level name. The report says what was restored, and warns when nothing was.
 
         "First" is in execution order, inputs before outputs. Ops are aligned by scope, type and
         order, then by type and order; ops only one run has are named. Parameters are put back
-        before the second run, so both start from the same values. The report is the cell's value.
+        before the second run, so both start from the same values. When the first difference is
+        in a value no op of the cell made, the report names it (a notebook name, a Parameter, or
+        a gradient, which the backward pass made). The report is the cell's value.
         """
         from ...errors import MagicUsageError
         from ...recorders.diff import DiffSession
@@ -100,6 +112,7 @@ class DiffMagics(Magics):
             rtol=_number(args, "--rtol", float),
             atol=_number(args, "--atol", float),
             rule=args.get("--rule", "allclose"),
+            restore=args.get("--restore"),
         )
 
         def after(entered) -> str:
