@@ -221,12 +221,11 @@ def _profile(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     """Two runs compared: saved runs, data dumps or msprobe dumps. 1 when they differ, 0 when
     they agree within the tolerance, 2 on error, 3 when nothing could be compared."""
-    from .dumps.diff import diff_runs, read_any_run
+    from .dumps.diff import diff_runs
     from .errors import MsDebugError
 
     try:
-        a = read_any_run(args.a, rank=args.rank)
-        b = read_any_run(args.b, rank=args.rank)
+        a, b = _diff_sides(args)
         report = diff_runs(a, b, args.rtol, args.atol, args.rule)
     except MsDebugError as error:
         _say(f"msdebug diff: {error}", file=sys.stderr)
@@ -235,6 +234,39 @@ def _diff(args: argparse.Namespace) -> int:
     if report.differs:
         return 1
     return NOTHING_COMPARED if report.nothing_compared else 0
+
+
+def _diff_sides(args: argparse.Namespace) -> list:
+    """A and B, each read with the ``--rank``, ``--iteration`` and ``--graph`` its kind has: one
+    that only the other side has is said in this side's notes; one that neither has is an error."""
+    from .dumps.diff import CHOICES, RUN_KINDS, read_any_run, run_kind
+    from .errors import InvalidValueError
+
+    kinds = [run_kind(args.a), run_kind(args.b)]
+    given = {option: getattr(args, option) for option in ("rank", "iteration", "graph")}
+    given = {option: value for option, value in given.items() if value is not None}
+    for option, value in given.items():
+        if not any(option in RUN_KINDS[kind][1] for kind in kinds):
+            a, b = (RUN_KINDS[kind][0] for kind in kinds)
+            raise InvalidValueError(
+                f"--{option} {value}: neither A ({a}) nor B ({b}) has a {option} to choose; --{option} chooses "
+                f"{CHOICES[option]}."
+            )
+    runs = []
+    for path, kind, other in ((args.a, kinds[0], "B"), (args.b, kinds[1], "A")):
+        takes = RUN_KINDS[kind][1]
+        run = read_any_run(path, **{option: value for option, value in given.items() if option in takes})
+        skipped = [f"--{option} {value}" for option, value in given.items() if option not in takes]
+        if skipped:
+            run.notes.insert(0, f"{' and '.join(skipped)} chose in {other} only: {path} is {RUN_KINDS[kind][0]}")
+        runs.append(run)
+    return runs
+
+
+def _whole(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0, got {echo(text)}")
+    return int(text)
 
 
 def _tolerance(text: str) -> float:
@@ -316,13 +348,23 @@ def _main(argv: list[str] | None) -> int:
     prof.set_defaults(run=_profile)
     diff = commands.add_parser(
         "diff",
-        help="the first op where two runs differ: saved runs (%%msdiff --save), data dumps or msprobe dumps",
-        epilog="exit status: 0 they agree, 1 they differ, 2 bad input, 3 nothing to compare (a run with no op, "
-        "or no op aligned)",
+        help="the first op where two runs differ: saved runs (%%%%msdiff --save), data dumps or msprobe dumps",
+        epilog="--rank, --iteration and --graph choose in both A and B, where each has them (a saved run has no "
+        "graph); to choose differently per side, name the folder: DUMP/rank_1, DUMP/rank_0/NET/GRAPH/ITERATION, "
+        "RUNS/rank_1, MSPROBE/step2/rank1. Exit status: 0 they agree, 1 they differ, 2 bad input, 3 nothing to "
+        "compare (a run with no op, or no op aligned)",
     )
     diff.add_argument("a", help="the run to check: a saved run, a MindSpore data dump or an msprobe dump")
     diff.add_argument("b", help="the reference run, of any of those kinds")
-    diff.add_argument("--rank", type=int, help="the rank of a multi-rank dump (default: the first)")
+    diff.add_argument(
+        "--rank", type=_whole, help="that rank of a dump or of runs saved inside %%%%msrun (default: the first)"
+    )
+    diff.add_argument(
+        "--iteration",
+        type=_whole,
+        help="that iteration of a data dump, or step of an msprobe dump (default: the first)",
+    )
+    diff.add_argument("--graph", type=_whole, help="that graph of a data dump (default: the one with the most kernels)")
     diff.add_argument("--rtol", type=_tolerance, help="relative tolerance (default per dtype, see the README)")
     diff.add_argument("--atol", type=_tolerance, help="absolute tolerance (default per dtype)")
     diff.add_argument("--rule", choices=("allclose", "msprobe"), default="allclose", help="the verdict per tensor")

@@ -20,11 +20,25 @@ import numpy as np
 
 from ..errors import DumpError, DumpFormatError, InvalidValueError
 from .align import Alignment, align
-from .msprobe import find_msprobe_dump, read_msprobe_dump
+from .msprobe import choose_msprobe_dump, find_msprobe_dump, read_msprobe_dump
 from .rendered import Rendered, rendered_by
-from .runs import RUN_FILE, STAT_KEYS, Run, RunOp, TensorRef, open_ref, read_run, run_from_dump
+from .runs import (
+    RUN_FILE,
+    STAT_KEYS,
+    Run,
+    RunOp,
+    TensorRef,
+    dump_place,
+    open_ref,
+    read_ranked_run,
+    read_run,
+    run_from_dump,
+    saved_ranks,
+)
 
 __all__ = [
+    "CHOICES",
+    "RUN_KINDS",
     "DiffReport",
     "Metrics",
     "OpDiff",
@@ -33,6 +47,7 @@ __all__ = [
     "compare_arrays",
     "diff_runs",
     "read_any_run",
+    "run_kind",
     "tolerance_for",
 ]
 
@@ -257,25 +272,75 @@ def _item(value) -> float:
 # --------------------------------------------------------------------------- what to compare
 
 
-def read_any_run(path: str | os.PathLike, rank: int | None = None) -> Run:
-    """A saved run, a MindSpore data dump or an msprobe dump, by what the directory holds."""
-    from .datadump import find_data_dump
+#: Each kind of run directory: in words, and what ``--rank``, ``--iteration`` and ``--graph`` choose in it.
+RUN_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "msdebug run": ("a run msdebug saved (one run)", ()),
+    "msdebug runs by rank": ("runs msdebug saved by rank (rank_<R>/)", ("rank",)),
+    "msprobe dump": ("an msprobe dump", ("rank", "iteration")),
+    "data dump": ("a MindSpore data dump", ("rank", "iteration", "graph")),
+}
+#: What each choice chooses, and where.
+CHOICES = {
+    "rank": "the rank of a data dump, an msprobe dump or runs saved inside %%msrun (rank_<R>/)",
+    "iteration": "the iteration of a data dump or the step of an msprobe dump",
+    "graph": "the graph of a data dump",
+}
 
+
+def run_kind(path: str | os.PathLike) -> str:
+    """Which of :data:`RUN_KINDS` the directory ``path`` holds."""
     root = Path(path)
     if not root.exists():
         raise DumpError(f"{root}: no such directory.")
     if (root / RUN_FILE).exists():
-        return read_run(root)
-    found = find_msprobe_dump(root, rank)
-    if found is not None:
-        return read_msprobe_dump(found)
-    dump = find_data_dump(root)
-    if dump is not None:
-        return run_from_dump(dump, rank)
+        return "msdebug run"
+    if saved_ranks(root):
+        return "msdebug runs by rank"
+    if find_msprobe_dump(root) is not None:
+        return "msprobe dump"
+    if dump_place(root) is not None:
+        return "data dump"
     raise DumpError(
-        f"{root}: neither a run msdebug saved ({RUN_FILE}), a MindSpore data dump (rank_N/...) nor an msprobe "
-        "dump (dump.json)."
+        f"{root}: neither a run msdebug saved ({RUN_FILE}, or rank_<R>/{RUN_FILE}), a MindSpore data dump "
+        "(rank_N/...) nor an msprobe dump (dump.json)."
     )
+
+
+def read_any_run(path: str | os.PathLike, rank: int | None = None, iteration: int | None = None,
+                 graph: int | None = None, *, job_rank: int | None = None) -> Run:  # fmt: skip
+    """A saved run (or one rank of runs saved by rank), a MindSpore data dump or an msprobe
+    dump, by what the directory holds. ``rank``, ``iteration`` and ``graph`` choose in it where
+    its kind has them (:data:`RUN_KINDS`); unless ``rank`` says, ``job_rank`` (this process's
+    rank in an msrun job) is the rank read where there is one. The run's notes say what was
+    taken where there was a choice.
+
+    Raises
+    ------
+    InvalidValueError
+        For a choice the directory's kind does not have, or a value it does not hold.
+    """
+    root = Path(path)
+    kind = run_kind(root)
+    words, takes = RUN_KINDS[kind]
+    for option, value in (("rank", rank), ("iteration", iteration), ("graph", graph)):
+        if value is not None and option not in takes:
+            raise InvalidValueError(
+                f"--{option} {value}: {root} is {words}, with no {option} to choose; --{option} chooses {CHOICES[option]}."
+            )
+    if kind == "msdebug runs by rank":
+        return read_ranked_run(root, rank, job_rank)
+    if kind == "msprobe dump":
+        found, notes = choose_msprobe_dump(root, rank, iteration, job_rank)
+        run = read_msprobe_dump(found)
+        run.notes[:0] = notes
+        return run
+    if kind == "data dump":
+        return run_from_dump(root, rank, iteration, graph, job_rank)
+    run = read_run(root)
+    number = root.name.removeprefix("rank_")
+    if job_rank is not None and not (number != root.name and number.isascii() and number.isdigit()):
+        run.notes.insert(0, f"every rank of the msrun job compares with {root}, one run saved outside %%msrun")
+    return run
 
 
 # --------------------------------------------------------------------------- the report

@@ -23,11 +23,11 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import DumpError, DumpFormatError
+from ..errors import DumpError, DumpFormatError, InvalidValueError, did_you_mean
 from ..files import read_regular
-from .runs import STAT_KEYS, Run, RunOp, TensorRef
+from .runs import STAT_KEYS, Run, RunOp, TensorRef, choose_rank
 
-__all__ = ["DUMP_FILE", "find_msprobe_dump", "read_msprobe_dump"]
+__all__ = ["DUMP_FILE", "choose_msprobe_dump", "find_msprobe_dump", "read_msprobe_dump"]
 
 DUMP_FILE = "dump.json"
 _MAX_DUMP_JSON = 512 << 20
@@ -52,15 +52,74 @@ def find_msprobe_dump(path: str | os.PathLike, rank: int | None = None) -> Path 
     root = Path(path)
     if (root / DUMP_FILE).is_file():
         return root
-    steps = sorted((p for p in _dirs(root) if _STEP.match(p.name)), key=lambda p: int(p.name[4:]))
-    for holder in steps or [root]:
-        ranks = sorted((p for p in _dirs(holder) if _RANK.match(p.name) and (p / DUMP_FILE).is_file()),
-                       key=lambda p: _rank_number(p.name))  # fmt: skip
+    for _, ranks in _layout(root):
         if rank is not None:
-            ranks = [p for p in ranks if _rank_number(p.name) == rank]
+            ranks = {r: p for r, p in ranks.items() if r == rank}
         if ranks:
-            return ranks[0]
+            return ranks[min(ranks)]
     return None
+
+
+def choose_msprobe_dump(path: str | os.PathLike, rank: int | None = None, step: int | None = None,
+                        job_rank: int | None = None) -> tuple[Path, list[str]] | None:  # fmt: skip
+    """The rank folder of an msprobe dump to read as a run, and notes on the choice (None when
+    ``path`` holds no msprobe dump): step ``step`` (``--iteration``) or the first, and the rank
+    :func:`~msdebug.dumps.runs.choose_rank` picks (``rank``, else ``job_rank``, else the first).
+    A rank folder given as ``path`` is that rank of that step.
+
+    Raises
+    ------
+    InvalidValueError
+        For a step or rank the dump does not have; the message lists those it has.
+    """
+    root = Path(path)
+    if (root / DUMP_FILE).is_file():
+        named = {"rank": _rank_number(root.name) if _RANK.match(root.name) else None,
+                 "iteration": int(root.parent.name[4:]) if _STEP.match(root.parent.name) else None}  # fmt: skip
+        for option, given in (("rank", rank), ("iteration", step)):
+            if given is not None and given != named[option]:
+                what = f"{option} {named[option]}" if named[option] is not None else f"the one {option} it holds"
+                raise InvalidValueError(
+                    f"--{option} {given}: {root} is {what} of an msprobe dump; give one of the two."
+                )
+        return root, []
+    layout = [(number, ranks) for number, ranks in _layout(root) if ranks]
+    if not layout:
+        return None
+    steps = [number for number, _ in layout]
+    notes = []
+    if step is not None:
+        if step not in steps:
+            listed = ", ".join(str(n) for n in steps if n is not None)
+            raise InvalidValueError(f"--iteration {step}: {root} has no step{step}; it has "
+                                    + (f"step {listed}." if listed else "no step<N> folders.")
+                                    + did_you_mean(str(step), [str(n) for n in steps if n is not None]))  # fmt: skip
+        number, ranks = layout[steps.index(step)]
+    else:
+        number, ranks = layout[0]
+        if len(layout) > 1:
+            notes.append(f"step {number} of {root} taken, the first (it has step "
+                         f"{', '.join(str(n) for n in steps[:12])}): choose another with --iteration N")  # fmt: skip
+    where = f"step {number} of {root}" if number is not None else str(root)
+    chosen, rank_notes = choose_rank(sorted(ranks), rank, job_rank, where)
+    return ranks[chosen], notes + rank_notes
+
+
+def _layout(root: Path) -> list[tuple[int | None, dict[int, Path]]]:
+    """``[(step, {rank: folder with dump.json})]`` under ``root`` (a dump path or one step),
+    steps in order; the step is None where ``root`` has no ``step<N>`` folders."""
+    steps = sorted((p for p in _dirs(root) if _STEP.match(p.name)), key=lambda p: int(p.name[4:]))
+    holders = [(int(p.name[4:]), p) for p in steps]
+    if not holders:
+        holders = [(int(root.name[4:]) if _STEP.match(root.name) else None, root)]
+    found = []
+    for number, holder in holders:
+        ranks: dict[int, Path] = {}
+        for folder in sorted(_dirs(holder), key=lambda p: p.name):
+            if _RANK.match(folder.name) and (folder / DUMP_FILE).is_file():
+                ranks.setdefault(_rank_number(folder.name), folder)
+        found.append((number, ranks))
+    return found
 
 
 def _dirs(path: Path) -> list[Path]:

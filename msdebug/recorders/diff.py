@@ -12,6 +12,7 @@ a data dump (GRAPH) and compares.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import linecache
 import os
@@ -279,7 +280,7 @@ class Side(HookedCell):
             if reason:
                 self.run.notes.append(f"{self.label}: the hooks record PyNative ops only; {reason}")
         elif self.dump_path:
-            self.run = run_from_new_iterations(self.dump_path, self._before, self.label)
+            self.run = run_from_new_iterations(self.dump_path, self._before, self.label, self.session.job_rank)
 
 
 def _remove_scratch(path: Path) -> None:
@@ -321,7 +322,10 @@ class DiffSession:
 
     ``how``: ``repeat`` (the same cell twice), ``modes`` (PyNative, then GRAPH), ``dtype``
     (as it is, then the networks in ``dtype``), or ``against`` (once, against ``against``: a
-    saved run's name or a directory). ``save`` keeps the (first) run as ``runs_dir/<save>``.
+    saved run's name or a directory; ``rank``, ``iteration`` and ``graph`` choose in it, see
+    :func:`msdebug.dumps.diff.read_any_run`). ``save`` keeps the (first) run as
+    ``runs_dir/<save>``. In a process of an msrun job (a ``%%msrun`` cell) each rank saves to
+    and compares with its own folder, ``runs_dir/<save>/rank_<R>``.
     The Parameters of the networks in ``namespace`` (or of what ``restore`` names: ``net,opt``)
     are put back before the second run, so both start from the same values, and the report
     says what that covered; ``seed`` (MindSpore's global seed) is set before each.
@@ -345,18 +349,23 @@ class DiffSession:
         rule: str = "allclose",
         runs_dir: str | os.PathLike = "msdiff_runs",
         restore: str | None = None,
+        rank: int | None = None,
+        iteration: int | None = None,
+        graph: int | None = None,
     ) -> None:
         import tempfile
+
+        from ..backend.process import msrun_rank
 
         self.code, self.namespace, self.how = code, namespace, how
         self.dtype, self.against, self.save, self.seed = dtype, against, save, seed
         self.rtol, self.atol, self.rule = rtol, atol, rule
         self.runs_dir = Path(runs_dir)
+        self.job_rank = msrun_rank()  # a %%msrun cell: each rank saves and compares its own rank_<R>
         self.reference: Run | None = None
-        if against is not None:
-            self.reference = read_against(against, self.runs_dir)  # a bad name fails before the cell runs
-        if save is not None:
-            check_run_name(save, self.runs_dir)
+        if against is not None:  # a bad name or choice fails before the cell runs
+            self.reference = read_against(against, self.runs_dir, rank, iteration, graph, self.job_rank)
+        self.save_dir = check_run_name(save, self.runs_dir, self.job_rank) if save is not None else None
         self._holders: list[tuple[str, Any]] | None = None
         if restore is not None:
             if how not in ("repeat", "modes", "dtype"):
@@ -388,14 +397,16 @@ class DiffSession:
         import shutil
 
         shutil.rmtree(self.scratch, ignore_errors=True)
-        if self.save is not None:
-            saved = self.runs_dir / self.save
-            if saved.is_dir() and not (saved / RUN_FILE).exists():
-                shutil.rmtree(saved, ignore_errors=True)
+        saved = self.save_dir
+        if saved is not None and saved.is_dir() and not (saved / RUN_FILE).exists():
+            shutil.rmtree(saved, ignore_errors=True)
+            if self.job_rank is not None:
+                with contextlib.suppress(OSError):  # the name's folder goes with its last rank
+                    saved.parent.rmdir()
 
     def side_dir(self, side: Side) -> Path:
-        if self.save is not None and side is self.sides[0]:
-            return self.runs_dir / self.save
+        if self.save_dir is not None and side is self.sides[0]:
+            return self.save_dir
         return self.scratch / f"side{self.sides.index(side)}"
 
     def saves(self, side: Side) -> bool:
@@ -403,8 +414,10 @@ class DiffSession:
         return self.save is not None and side is self.sides[0]
 
     def run_label(self, side: Side) -> str:
-        """A saved run is known by its name (in reports, in a terminal); the others by their side."""
-        return self.save if self.save is not None and side is self.sides[0] else side.label
+        """A saved run is known by its name (``NAME/rank_<R>`` in an msrun job); the others by their side."""
+        if self.save is None or side is not self.sides[0]:
+            return side.label
+        return self.save if self.job_rank is None else f"{self.save}/rank_{self.job_rank}"
 
     def meta(self, side: Side) -> dict:
         from ..backend import get_backend
@@ -442,7 +455,7 @@ class DiffSession:
             self._scratch_goes()
             return None
         if self.save is not None and runs[0].kind == "data dump":
-            runs[0] = save_run(runs[0], self.runs_dir / self.save, self.save)
+            runs[0] = save_run(runs[0], self.save_dir, self.run_label(self.sides[0]))
         if self.how == "save":
             self._scratch_goes()
             return SavedRun(runs[0], self.save or "")
@@ -472,14 +485,17 @@ class DiffSession:
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", re.ASCII)
 
 
-def check_run_name(name: str, runs_dir: str | os.PathLike) -> Path:
-    """Where ``--save NAME`` writes: a new directory under ``runs_dir``; never an existing one."""
+def check_run_name(name: str, runs_dir: str | os.PathLike, rank: int | None = None) -> Path:
+    """Where ``--save NAME`` writes: a new directory under ``runs_dir``, never an existing one;
+    for rank ``rank`` of an msrun job, ``NAME/rank_<rank>``, beside the other ranks' folders."""
     if not isinstance(name, str) or not _RUN_NAME.match(name) or ".." in name:
         raise InvalidValueError(
             f"--save {name!r}: a run's name is letters, digits, '_', '-' and '.', up to 100, starting with a "
             "letter or digit (it names a directory)."
         )
     path = Path(runs_dir) / name
+    if rank is not None and not (path / RUN_FILE).exists():  # a run saved outside msrun is never a rank's folder
+        path = path / f"rank_{rank}"
     if path.exists():
         taken = {p.name for p in Path(runs_dir).iterdir()} if Path(runs_dir).is_dir() else set()
         free = next(f"{name}-{n}" for n in range(2, 10_000) if f"{name}-{n}" not in taken)
@@ -487,14 +503,18 @@ def check_run_name(name: str, runs_dir: str | os.PathLike) -> Path:
     return path
 
 
-def read_against(what: str, runs_dir: str | os.PathLike) -> Run:
+def read_against(what: str, runs_dir: str | os.PathLike, rank: int | None = None, iteration: int | None = None,
+                 graph: int | None = None, job_rank: int | None = None) -> Run:  # fmt: skip
     """``--against``: a saved run's name (under ``runs_dir``) or a directory (a saved run, a
-    MindSpore data dump or an msprobe dump)."""
+    MindSpore data dump or an msprobe dump); ``rank``, ``iteration`` and ``graph`` choose in it,
+    and ``job_rank`` (this process's rank in an msrun job) is the rank taken unless ``rank`` says
+    (:func:`msdebug.dumps.diff.read_any_run`)."""
+    choices = {"rank": rank, "iteration": iteration, "graph": graph, "job_rank": job_rank}
     named = Path(runs_dir) / what
     if _RUN_NAME.match(what) and named.is_dir():
-        return read_any_run(named)
+        return read_any_run(named, **choices)
     if Path(what).expanduser().is_dir():
-        return read_any_run(Path(what).expanduser())
+        return read_any_run(Path(what).expanduser(), **choices)
     saved = sorted(p.name for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
     raise InvalidValueError(
         f"--against {what!r}: no saved run of that name in {runs_dir}/ and no such directory; saved runs: "

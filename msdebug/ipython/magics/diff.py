@@ -25,6 +25,9 @@ DIFF = Spec(
             ),  # fmt: skip
             Option("--save", "NAME", "keep this run as msdiff_runs/NAME"),
             Option("--against", "NAME|PATH", "this run against a saved run, a data dump or an msprobe dump"),
+            Option("--rank", "R", "with --against: that rank of it (inside %%msrun: each rank's own)"),
+            Option("--iteration", "N", "with --against: that iteration of a data dump (step of an msprobe dump)"),
+            Option("--graph", "G", "with --against: that graph of a data dump (default: the most kernels)"),
             Option("--seed", "N", "MindSpore's global seed, set before each run"),
             Option(
                 "--restore",
@@ -40,6 +43,7 @@ DIFF = Spec(
 )
 
 _HOWS = ("--repeat", "--modes", "--dtype", "--against")
+_CHOICES = ("--rank", "--iteration", "--graph")
 
 
 def _number(args: Parsed, name: str, kind: type) -> Any:
@@ -53,6 +57,17 @@ def _number(args: Parsed, name: str, kind: type) -> Any:
     except ValueError:
         raise InvalidValueError(f"%%msdiff: {name} needs a number, got {text!r}.") from None
     return value
+
+
+def _whole(args: Parsed, name: str) -> int | None:
+    from ...errors import InvalidValueError
+
+    text = args.get(name)
+    if text is None:
+        return None
+    if not text.isascii() or not text.isdigit():
+        raise InvalidValueError(f"%%msdiff: {name} needs a whole number from 0, got {text!r}.")
+    return int(text)
 
 
 @magics_class
@@ -70,6 +85,7 @@ class DiffMagics(Magics):
         Usage::
 
             %%msdiff --repeat | --modes | --dtype float16|bfloat16 | --against NAME|PATH
+                     [--rank R] [--iteration N] [--graph G]
                      [--save NAME] [--seed N] [--restore NAME[,NAME]] [--rtol X] [--atol X]
                      [--rule allclose|msprobe]
 
@@ -78,10 +94,18 @@ class DiffMagics(Magics):
         --dtype X       the cell as it is, then with its networks in float16 or bfloat16 (Cell.to_float)
         --against NAME  this run against one saved with --save NAME, or a directory: a saved run,
                         a MindSpore data dump (GRAPH) or an msprobe dump
+        --rank R, --iteration N, --graph G
+                        with --against: which rank, iteration and graph of it. A data dump
+                        without them gives rank 0, the graph with the most kernels and its
+                        first iteration, and the report's notes say what else there is
         --save NAME     keep this run as msdiff_runs/NAME (alone: only save it)
         --restore NAMES what is put back before the second run: Cells, Models or Parameters, by
                         name (net,opt or trainer.net); by default every Cell or Model bound to a
                         top-level name. The report says what was restored, and warns when nothing was.
+
+        Inside %%msrun, --save NAME writes each rank's run to msdiff_runs/NAME/rank_<R>, and
+        --against NAME compares each rank with its own; outside, --against a run saved that way
+        takes rank 0 unless --rank says, and the notes say so.
 
         "First" is in execution order, inputs before outputs. Ops are aligned by scope, type and
         order, then by type and order; ops only one run has are named. Parameters are put back
@@ -100,6 +124,12 @@ class DiffMagics(Magics):
                 f"%%msdiff: say what to compare: {', '.join(_HOWS)} (or --save NAME to keep this run for later)."
             )
         how = chosen[0][2:] if chosen else "save"
+        choices = [name for name in _CHOICES if args.get(name) is not None]
+        if choices and how != "against":
+            raise MagicUsageError(
+                f"%%msdiff: {' and '.join(choices)} choose{'s' if len(choices) == 1 else ''} in what --against "
+                "names; add --against NAME|PATH."
+            )
         seed = _number(args, "--seed", int)
         session = DiffSession(
             args.cell,
@@ -113,6 +143,9 @@ class DiffMagics(Magics):
             atol=_number(args, "--atol", float),
             rule=args.get("--rule", "allclose"),
             restore=args.get("--restore"),
+            rank=_whole(args, "--rank"),
+            iteration=_whole(args, "--iteration"),
+            graph=_whole(args, "--graph"),
         )
 
         def after(entered) -> str:
