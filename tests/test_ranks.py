@@ -262,6 +262,19 @@ def test_msnan_finds_the_first_nan_on_the_rank_that_made_it(ranks):
     assert not any("NaN" in line for line in mine[1]), text  # sqrt(0) on rank 1
 
 
+def test_msdiff_saves_each_rank_to_its_folder_and_compares_each_rank_with_its_own(ranks):
+    cell = "ops.exp(ms.Tensor(np.full(4, float(get_rank()), np.float32)))"  # each rank's values differ
+    status, outputs = ranks.run(f"%%msrun\n%%msdiff --save per_rank\n{cell}")
+    assert status == "ok", outputs
+    assert sorted(os.listdir(f"{ranks.cwd}/msdiff_runs/per_rank")) == ["rank_0", "rank_1"]
+    status, outputs = ranks.run(f"%%msrun\n%%msdiff --against per_rank\n{cell}")
+    assert status == "ok", outputs
+    text = text_of(outputs, "stream", "stdout")
+    for rank in (0, 1):  # against rank 0, rank 1 would differ: exp(1) is not exp(0)
+        assert f"[rank {rank}] this run (msdebug run) against per_rank/rank_{rank} (msdebug run)" in text, text
+        assert f"[rank {rank}] They agree: 1 aligned ops" in text, text
+
+
 def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
     markers = [f"{ranks.cwd}/loop-{rank}" for rank in (0, 1)]
     msg_id = ranks.client.execute(
