@@ -129,7 +129,8 @@ class _TextProgress:
 
 
 def _dump_nan(args: argparse.Namespace) -> int:
-    """``--nan``: the first non-finite tensor of a data dump; exit 1 found, 0 all finite, 2 not a data dump."""
+    """``--nan``: the first value an op made non-finite in a data dump (``--inf``: the first
+    non-finite tensor of any kind); exit 1 found, 0 all finite, 2 not a data dump."""
     from .dumps.datadump import find_data_dump
     from .dumps.nan import scan_dump
     from .errors import MsDebugError
@@ -139,7 +140,7 @@ def _dump_nan(args: argparse.Namespace) -> int:
         return 2
     progress = _TextProgress()
     try:
-        report = scan_dump(args.path, rank=args.rank, progress=progress)
+        report = scan_dump(args.path, rank=args.rank, progress=progress, inf=args.inf)
     except MsDebugError as error:
         _say(f"msdebug dump: {error}", file=sys.stderr)
         return 2
@@ -156,6 +157,9 @@ def _dump(args: argparse.Namespace) -> int:
 
     if args.nan:
         return _dump_nan(args)
+    if args.inf:
+        _say("msdebug dump: --inf goes with --nan", file=sys.stderr)
+        return BAD_INPUT
     try:
         explorer = open_dump(args.path)
     except MsDebugError as error:
@@ -335,7 +339,11 @@ def _main(argv: list[str] | None) -> int:
     dump.add_argument(
         "--nan",
         action="store_true",
-        help="data dumps: the first non-finite tensor; exit 1 when found, 0 when all finite",
+        help="data dumps: the first NaN an op made, or infinity made from finite values (infinities that came "
+        "in as data are listed); exit 1 when a non-finite value is found, 0 when all are finite",
+    )
+    dump.add_argument(
+        "--inf", action="store_true", help="with --nan: the first non-finite tensor of any kind, also one that came in"
     )
     dump.set_defaults(run=_dump)
     prof = commands.add_parser("profile", help="op tables of a profiler output directory (rank_* inside too)")

@@ -99,6 +99,38 @@ class Net(nn.Cell):
 print(Net()(ms.Tensor(np.arange(4, dtype=np.float32) + 5)))
 print(Net()(ms.Tensor(np.arange(4, dtype=np.float32))))
 """
+# Hand-written attention, as PyNative runs it in the tests of the rule (ATTENTION_CELL): a -inf
+# mask on padded positions, one query fully masked. The mask's -Inf comes in as data; Softmax
+# makes NaN of the all -inf row (float16 on CPU; MindSpore's float32 CPU kernel writes 0 there).
+ATTENTION = """\
+import math
+import numpy as np, mindspore as ms
+from mindspore import nn, ops
+
+
+class Attention(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.softmax = nn.Softmax(axis=-1)
+
+    def construct(self, q, k, v, mask):
+        scores = ops.matmul(q, k.T) / math.sqrt(q.shape[-1]) + mask
+        return ops.matmul(self.softmax(scores), v)
+
+
+rng = np.random.default_rng(0)
+q, k, v = (ms.Tensor(rng.standard_normal((3, 4)).astype(np.float16)) for _ in range(3))
+padding = np.zeros((3, 3), np.float16)
+padding[:, 2] = -np.inf  # the last key is padding
+padding[2, :] = -np.inf  # and so is the last query: its row is all -inf
+mask = ms.Tensor(padding)
+attention = Attention()
+"""
+ATTENTION_SCRIPT = (
+    "import sys\nfrom msdebug.recorders import datadump\ndatadump.enable(sys.argv[1], inputs=True)\n"
+    + ATTENTION
+    + "ms.set_context(mode=ms.GRAPH_MODE)\nprint(attention(q, k, v, mask))\n"
+)
 
 
 def _make_dump(root: Path, name: str, script: str) -> tuple[Path, Path]:
@@ -114,10 +146,12 @@ def _make_dump(root: Path, name: str, script: str) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def dumps(tmp_path_factory):
     """Real dumps, one fresh process each: GRAPH (a NaN made by Sqrt, masked by ReLU, in the
-    second step), @jit (-Inf from Log), and op names over 255 bytes."""
+    second step), @jit (-Inf from Log), op names over 255 bytes, and masked attention (GRAPH,
+    float16: a -Inf mask comes in, Softmax makes NaN)."""
     root = tmp_path_factory.mktemp("dumps")
     made = {name: _make_dump(root, name, script) for name, script in
-            (("graph", GRAPH_SCRIPT), ("jit", JIT_SCRIPT), ("long", LONG_SCRIPT))}  # fmt: skip
+            (("graph", GRAPH_SCRIPT), ("jit", JIT_SCRIPT), ("long", LONG_SCRIPT),
+             ("attention", ATTENTION_SCRIPT))}  # fmt: skip
     yield made
     for path in root.rglob("*"):  # MindSpore writes 0400 files in 0700 folders
         if path.is_dir() and not path.is_symlink():
@@ -728,7 +762,7 @@ def test_msnan_and_msdump_usage_errors(ip):
     from IPython.core.error import UsageError
 
     for line, message in (
-        ("%%msnan --pynativ\n1", "unknown option --pynativ; use --pynative. Did you mean '--pynative'?"),
+        ("%%msnan --pynativ\n1", "unknown option --pynativ; use --pynative, --inf. Did you mean '--pynative'?"),
         ("%msdump onn", "unknown word 'onn'; use on or off. Did you mean 'on'?"),
         ("%msdump --dir /tmp/x", "options go with on"),
         ("%msdump on --dir /tmp/a.b", "has '.'"),
@@ -1073,3 +1107,273 @@ def test_pynative_names_number_ops_per_scope_like_mindspore(models):
     culprit = watch.report().culprit
     assert culprit.name == "Default/fc2-Dense/MatMul-op0"  # fc1 ran its own MatMul-op0 before
     assert (culprit.kind, culprit.made_here) == ("+Inf", True)
+
+
+# --------------------------------------------------------------------------- the rule: made, not received
+
+
+def test_msnan_attention_mask_blames_the_softmax_and_lists_the_mask(ip, capsys):
+    """A -inf mask is data; the NaN Softmax makes of the fully masked row is what breaks the
+    output. ``--inf`` gives the first non-finite value of any kind: the mask, at the Add."""
+    ip.run_cell(ATTENTION, store_history=True)
+    defined = ip.execution_count - 1
+    scores_line = _line_of_text(ATTENTION, "scores = ops.matmul")
+    result = ip.run_cell("%%msnan\nout = attention(q, k, v, mask)", store_history=True)
+    assert result.error_in_exec is None
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "First non-finite value made: NaN at Default/softmax-Softmax/Softmax-op0 (Softmax), output 0"
+    assert lines[1] == "  Softmax made it: its inputs hold no NaN (they hold -Inf) and its output 0 does"
+    head = lines.index("  entered as data, not blamed (--inf blames the first non-finite value of any kind):")
+    assert lines[head + 1] == (
+        "    -Inf ×5 in input 1 (mask) of Default/Add-op0 (Add): "
+        f"cell [{defined}], line {scores_line}: `scores = ops.matmul(q, k.T) / math.sqrt(q.shape[-1]) + mask`"
+    )
+    assert "Default/MatMulExt-op1 (MatMulExt): passed it on" in out
+    assert np.isnan(ip.user_ns["out"].asnumpy()[2]).all()  # the fully masked query's output
+
+    ip.run_cell("%%msnan --inf\nout = attention(q, k, v, mask)")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "First non-finite value of any kind: -Inf at Default/Add-op0 (Add), input 1"
+    assert "Add received it: its input 1 is already not finite" in out
+    assert "entered as data" not in out
+
+
+def _line_of_text(text: str, part: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if part in line)
+
+
+def test_an_infinity_made_from_finite_values_is_the_culprit_after_a_mask_came_in(models):
+    from msdebug.recorders.nan import watch_pynative
+
+    ms, ops = models.ms, models.ops
+    scores = ms.Tensor(np.zeros((2, 3), np.float32))
+    masks = [ms.Tensor(np.full((2, 3), -np.inf, np.float32)) for _ in range(8)]
+    logits = ms.Tensor(np.array([1.0, 100.0], np.float32))
+    with watch_pynative() as watch:
+        for mask in masks:  # eight infinities come in as data: listed (five of them), never blamed
+            scores = scores + mask
+        ops.exp(logits)  # exp(100) overflows float32: +Inf made from finite values
+    report = watch.report()
+    culprit = report.culprit
+    assert (culprit.name, culprit.op_type, culprit.slot, culprit.kind) == ("Default/Exp-op0", "Exp", "output 0", "+Inf")
+    assert culprit.made_here and not culprit.came_in and culprit.stats.first_index == (1,)
+    assert report.entered_count == 8
+    shown, more = report.others_entered()
+    assert [(e.name, e.slot, e.kinds, e.value) for e in shown] == [
+        (f"Default/Add-op{i}", "input 1", "-Inf ×6", "mask") for i in range(5)
+    ]
+    text = repr(report)
+    assert text.splitlines()[0] == "First non-finite value made: +Inf at Default/Exp-op0 (Exp), output 0"
+    assert "Exp made it: its inputs are finite and its output 0 is not" in text
+    assert "    and 3 more" in text
+    html = report._repr_html_()
+    assert "Entered as data, not blamed" in html and "and 3 more" in html
+    with watch_pynative(inf=True) as watch:
+        scores + masks[0]
+    assert watch.report().culprit.name == "Default/Add-op0"
+
+
+def test_an_infinity_that_came_in_then_made_nan_names_the_op_that_made_it(models):
+    """inf - inf: the Sub made the NaN, from inputs that hold no NaN; the Mul only passed the
+    infinity on (an infinity from an infinity is no finding)."""
+    from msdebug.recorders.nan import watch_pynative
+
+    ms = models.ms
+    x = ms.Tensor(np.array([1.0, np.inf, 3.0], np.float32))
+    with watch_pynative() as watch:
+        y = x * 2
+        y - y  # noqa: B018
+    report = watch.report()
+    culprit = report.culprit
+    assert (culprit.name, culprit.op_type, culprit.slot, culprit.kind) == ("Default/Sub-op0", "Sub", "output 0", "NaN")
+    assert culprit.made_here and culprit.stats.first_index == (1,)
+    assert culprit.verdict == "Sub made it: its inputs hold no NaN (they hold +Inf) and its output 0 does"
+    assert culprit.code == "y - y  # noqa: B018"
+    assert [(e.name, e.slot, e.value) for e in report.entered] == [("Default/Mul-op0", "input 0", "x")]
+    assert repr(report).splitlines()[0] == "First non-finite value made: NaN at Default/Sub-op0 (Sub), output 0"
+
+
+def test_when_no_op_makes_a_value_the_answer_is_where_it_came_in(models):
+    """Never "All finite" while a non-finite value came in: a NaN in the data is named where it
+    came in (after a mask came in, it is still the answer: no mask is a NaN), and with only
+    infinities that came in, the first of them, said so. A mask held in a Parameter is no
+    "update made it" after the cell either."""
+    from mindspore import nn
+
+    from msdebug.recorders.nan import watch_pynative
+
+    ms, ops = models.ms, models.ops
+    padding = ms.Tensor(np.array([0.0, -np.inf], np.float32))
+    data = np.ones((2, 2), np.float32)
+    data[1, 0] = np.nan
+    with watch_pynative() as watch:
+        ms.Tensor(np.ones(2, np.float32)) + padding  # -Inf comes in
+        ops.relu(ms.Tensor(data))  # a NaN comes in; ReLU makes nothing of it
+    report = watch.report()
+    culprit = report.culprit
+    assert (culprit.name, culprit.slot, culprit.kind, culprit.made_here) == (
+        "Default/ReLU-op0",
+        "input 0",
+        "NaN",
+        False,
+    )
+    assert "it comes from the data" in culprit.note
+    assert not culprit.came_in
+    assert [(e.name, e.value) for e in report.entered] == [("Default/Add-op0", "padding")]
+    assert repr(report).splitlines()[0] == "First NaN: NaN at Default/ReLU-op0 (ReLU), input 0"
+
+    class Masked(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.mask = ms.Parameter(ms.Tensor(np.array([0.0, -np.inf], np.float32)), name="mask", requires_grad=False)
+
+        def construct(self, x):
+            return ops.softmax(ops.relu(x + self.mask))  # ReLU makes 0 of -Inf: the output is finite
+
+    with watch_pynative() as watch:
+        out = Masked()(ms.Tensor(np.ones(2, np.float32)))
+    assert np.isfinite(out.asnumpy()).all()
+    report = watch.report()
+    culprit = report.culprit
+    assert (culprit.name, culprit.op_type, culprit.slot, culprit.kind) == ("Default/Add-op0", "Add", "input 1", "-Inf")
+    assert culprit.came_in and not culprit.made_here
+    assert culprit.note.startswith(
+        "no op made a NaN, or an infinity from finite values: the first non-finite value came in here"
+    )
+    assert "parameter mask already holds it" in culprit.note
+    assert [(r.name, r.outcome) for r in culprit.reached] == [("Default/ReLU-op0", "masked it: its output is finite")]
+    text = repr(report)
+    assert text.startswith("First non-finite value: -Inf at Default/Add-op0 (Add), input 1\n")
+    assert "All finite" not in text and "entered as data" not in text  # the one that came in is the answer
+
+
+def test_graph_dump_of_masked_attention_blames_the_softmax_and_lists_the_mask(dumps, tmp_path):
+    """The rule in a dump scan (GRAPH), in the command too: the first value an op made, the
+    mask listed as data; --inf the first of any kind; inputs not dumped, a Parameter file says
+    where an infinity came from; when no op made one, where the first came in."""
+    from msdebug.dumps.nan import scan_dump
+
+    path, source = dumps["attention"]
+    at = f"{source}:{_line_of(source, 'scores = ops.matmul')}: `scores = ops.matmul(q, k.T) / math.sqrt(q.shape[-1]) + mask`"
+    report = scan_dump(path)
+    culprit = report.culprit
+    assert (culprit.name, culprit.op_type, culprit.slot, culprit.kind) == (
+        "Default/softmax-Softmax/Softmax-op0", "Softmax", "output 0", "NaN",
+    )  # fmt: skip
+    assert culprit.made_here and culprit.stats.nan == 3 and culprit.stats.first_index == (2, 0)
+    assert (
+        culprit.line
+        == f"{source}:{_line_of(source, 'self.softmax(scores)')}: `return ops.matmul(self.softmax(scores), v)`"
+    )
+    assert [(e.name, e.slot, e.value, e.kinds, e.line) for e in report.entered] == [
+        ("Default/Add-op0", "input 1", "mask", "-Inf ×5", at)
+    ]
+    assert all(r.outcome == "passed it on" or "NaN" not in r.outcome for r in culprit.reached)
+    lines = repr(report).splitlines()
+    assert lines[0] == (
+        "First non-finite value made: NaN at Default/softmax-Softmax/Softmax-op0 (Softmax), output 0; "
+        "rank 0, net Net, graph 0, iteration 0"
+    )
+    assert f"    -Inf ×5 in input 1 (mask) of Default/Add-op0 (Add); rank 0, iteration 0: {at}" in lines
+    assert "Entered as data, not blamed" in report._repr_html_()
+
+    old = scan_dump(path, inf=True)
+    assert (old.culprit.name, old.culprit.slot, old.culprit.kind, old.rule) == (
+        "Default/Add-op0",
+        "input 1",
+        "-Inf",
+        "any",
+    )
+    assert old.entered == ()
+
+    found = _msdebug("dump", str(path), "--nan")
+    assert found.returncode == 1 and found.stdout.splitlines()[0] == lines[0]
+    anykind = _msdebug("dump", str(path), "--nan", "--inf")
+    assert anykind.returncode == 1, anykind.stderr
+    assert anykind.stdout.splitlines()[0] == (
+        "First non-finite value of any kind: -Inf at Default/Add-op0 (Add), input 1; rank 0, net Net, graph 0, iteration 0"
+    )
+    alone = _msdebug("dump", str(path), "--inf")
+    assert (alone.returncode, alone.stderr) == (2, "msdebug dump: --inf goes with --nan\n")
+
+    outputs = _writable_copy(path, tmp_path / "outputs")
+    for file in outputs.rglob("*.input.*.npy"):
+        file.unlink()
+    report = scan_dump(outputs)
+    assert report.culprit.name == "Default/softmax-Softmax/Softmax-op0"
+    assert [(e.name, e.slot, e.value) for e in report.entered] == [
+        ("Default/Add-op0", "output 0", "a graph input or parameter (inputs not dumped)")
+    ]
+
+    unmade = _writable_copy(path, tmp_path / "unmade")  # every NaN written over: Softmax made none
+    for file in unmade.rglob("*.npy"):
+        values = np.load(file)
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            np.save(file, np.nan_to_num(values, nan=0.0, posinf=np.inf, neginf=-np.inf))
+    report = scan_dump(unmade)
+    culprit = report.culprit
+    assert (culprit.name, culprit.slot, culprit.kind, culprit.came_in) == ("Default/Add-op0", "input 1", "-Inf", True)
+    assert re.fullmatch(
+        r"no op made a NaN, or an infinity from finite values: the first non-finite value came in here; "
+        r"input 1 is %para\d+_mask: a graph input or parameter \(its value before the step\)",
+        culprit.note,
+    ), culprit.note
+    text = repr(report)
+    assert text.startswith("First non-finite value: -Inf at Default/Add-op0 (Add), input 1; rank 0")
+    assert "entered as data" not in text  # the one that came in is the answer
+    assert _msdebug("dump", str(unmade), "--nan").returncode == 1
+
+
+def test_what_came_in_is_escaped_and_bounded_in_both_forms():
+    """Op names, values and code in the list come from dumps: escaped in HTML, at most five
+    listed and the rest counted; a report from before the rule (no such fields) still renders."""
+    from types import SimpleNamespace as NS
+
+    from msdebug.dumps.datadump import TensorStats
+    from msdebug.dumps.nan import Culprit, Entered, NanReport, SlotStats
+    from msdebug.views import nan
+
+    hostile = "<script>alert(1)</script>"
+    inf = TensorStats((2,), "float32", 2, neginf=1, first_index=(1,), first_kind="-Inf", min=0.0, max=0.0, mean=0.0)
+    made = TensorStats((2,), "float32", 2, nan=1, first_index=(1,), first_kind="NaN", min=0.0, max=0.0, mean=0.0)
+    came = [Entered(f"Default/{hostile}-op{i}", "Add", "input 1", inf, hostile, "x.py:3", hostile) for i in range(6)]
+    culprit = Culprit("Default/Sub-op0", "Sub", "output 0", made, True, (SlotStats("input 0", "", inf),),
+                      (SlotStats("output 0", "", made),))  # fmt: skip
+    report = NanReport("data dump", culprit, 3, 4, entered=tuple(came), entered_count=40)
+    html, text = report._repr_html_(), repr(report)
+    assert "<script" not in html and html.count("&lt;script&gt;") == 15  # name, value and code of five
+    assert "and 35 more" in html and "    and 35 more" in text.splitlines()
+    assert (
+        f"    -Inf ×1 in input 1 ({hostile}) of Default/{hostile}-op4 (Add): x.py:3: `{hostile}`" in text.splitlines()
+    )
+    assert "op5" not in text
+    assert text.splitlines()[0] == "First non-finite value made: NaN at Default/Sub-op0 (Sub), output 0"
+    assert culprit.verdict == "Sub made it: its inputs hold no NaN (they hold -Inf) and its output 0 does"
+    plain = NS(**{k: getattr(report, k) for k in ("checked_ops", "checked_tensors", "checked_bytes", "seconds",
+                                                  "mode", "culprit", "notes", "skipped")})  # fmt: skip
+    assert nan.text_report(plain).splitlines()[0] == "First non-finite value: NaN at Default/Sub-op0 (Sub), output 0"
+
+
+def test_a_cell_with_hooks_and_a_dump_prefers_a_value_made_to_one_that_came_in():
+    """``%%msnan`` on PyNative code that calls graphs: the hooks' and the dump's findings, made
+    outranks came in whichever came first; both list what came in."""
+    from msdebug.dumps.datadump import TensorStats
+    from msdebug.dumps.nan import Culprit, Entered, NanReport
+    from msdebug.recorders.nan import _dump_first, _list_entered
+
+    inf = TensorStats((1,), "float32", 1, neginf=1, first_index=(0,), first_kind="-Inf")
+
+    def report(came_in: bool, when: int, place: str) -> NanReport:
+        culprit = Culprit(place, "Add", "input 1", inf, False, (), (), when_us=when, came_in=came_in)
+        return NanReport("x", culprit, 1, 1, entered=(Entered(place, "Add", "input 1", inf),), entered_count=1)
+
+    assert _dump_first(report(True, 1, "hooks"), report(False, 9, "dump"), 1)  # made, though later
+    assert not _dump_first(report(False, 9, "hooks"), report(True, 1, "dump"), 9)
+    assert _dump_first(report(False, 9, "hooks"), report(False, 1, "dump"), 9)  # both made: the earlier
+    assert not _dump_first(report(True, 1, "hooks"), report(True, 9, "dump"), 1)
+    hooked, dumped = report(True, 1, "hooks"), report(False, 9, "dump")
+    _list_entered(hooked, dumped)
+    assert [e.name for e in dumped.entered] == ["hooks", "dump"] and dumped.entered_count == 2
+    assert [e.name for e in dumped.others_entered()[0]] == ["hooks", "dump"]
+    assert [e.name for e in hooked.others_entered()[0]] == ["dump"]  # its own culprit is not listed twice

@@ -3,8 +3,11 @@
 * PyNative: :class:`NanWatch` observes every primitive call, Tensor operator and Cell call
   through :class:`msdebug.backend.hooks.OpHooks`, installed for the block and removed in
   ``finally``. Each new tensor is checked once (an op's unseen inputs, such as data and
-  parameters, before its outputs); the first non-finite one names its op, and the op's
-  inputs say whether it made the value or received it.
+  parameters, before its outputs). The culprit is the first op that made a value (a NaN from
+  inputs that hold none, an infinity from finite inputs) or the first NaN that came in;
+  infinities that came in as data (a ``-inf`` mask) are listed, not blamed, and are the answer
+  only when nothing was made (:mod:`msdebug.dumps.nan` states the rule; ``inf=True`` is the
+  first non-finite value of any kind).
 * GRAPH and ``@jit``: the ops run inside graphs that no hook sees, so the block runs with a
   data dump (:mod:`msdebug.recorders.datadump`) and the iterations it wrote are scanned
   (:func:`msdebug.dumps.nan.scan_dump`).
@@ -22,7 +25,21 @@ from typing import Any
 from .. import interrupts
 from ..backend.hooks import tensors_in
 from ..dumps.datadump import is_finite, read_data_dump, tensor_stats
-from ..dumps.nan import MAX_DOWNSTREAM, Culprit, NanReport, Reached, SlotStats, scan_dump, source_text
+from ..dumps.nan import (
+    FINITE,
+    INF,
+    MAX_DOWNSTREAM,
+    MAX_ENTERED,
+    NAN,
+    Culprit,
+    Entered,
+    NanReport,
+    Reached,
+    SlotStats,
+    holds_nan,
+    scan_dump,
+    source_text,
+)
 from .datadump import graph_only_reason
 from .hooked import HookedCell
 
@@ -30,11 +47,20 @@ __all__ = ["NanSession", "NanWatch", "graph_only_reason", "scan_new_iterations",
 
 
 class NanWatch:
-    """Observer of :class:`OpHooks`: keeps the first non-finite value and what it reached."""
+    """Observer of :class:`OpHooks`: keeps the culprit under the rule, what it reached, and the
+    infinities that came in as data.
 
-    def __init__(self) -> None:
+    The rule (``inf=False``): the first op that made a NaN (its inputs hold none) or an infinity
+    (its inputs are finite), or the first NaN that came in (in a tensor no hooked op made: data,
+    a parameter, a graph's result). An infinity that came in (a ``-inf`` mask) is listed, not
+    blamed, and so is one an op passed on from it; when nothing was made, the report names where
+    the first non-finite value came in. ``inf=True``: the first non-finite value of any kind.
+    """
+
+    def __init__(self, inf: bool = False) -> None:
         from ..backend.hooks import OpNames
 
+        self.inf = inf
         self.started = time.perf_counter()
         self.names = OpNames()  # scopes and op names, as the diff recorder spells them too
         self.ops = 0
@@ -42,11 +68,14 @@ class NanWatch:
         self.unreadable = 0
         self.culprit: Culprit | None = None
         self.when_us = 0
-        self._seen: dict[int, weakref.ref] = {}
+        self._seen: dict[int, tuple[weakref.ref, int]] = {}  # every tensor checked, and what it held
         self._bad: dict[int, weakref.ref] = {}
         self._reached: list[Reached] = []
         self._name = ""  # the name of the op being checked
         self._roots: dict[int, weakref.ref] = {}
+        self._entered: list[Entered] = []  # infinities that came in as data, the first few
+        self._entered_count = 0
+        self._first_in: Culprit | None = None  # where the first one came in: the answer when nothing is made
 
     # -- cells give the scope; optimizers get the gradients, which no forward hook sees
     def enter_cell(self, cell: Any, args: tuple = ()) -> None:
@@ -86,6 +115,17 @@ class NanWatch:
         except TypeError:  # a Tensor subclass without weak references: its id may be reused later
             pass
 
+    def _store(self, tensor: Any, held: int) -> None:
+        try:
+            self._seen[id(tensor)] = (weakref.ref(tensor), held)
+        except TypeError:  # a Tensor subclass without weak references: its id may be reused later
+            pass
+
+    def _held_before(self, tensor: Any) -> int | None:
+        """What ``tensor`` held when last checked; None when it was never checked."""
+        entry = self._seen.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else None
+
     def op(self, op_type: str, args: tuple, output: Any) -> None:
         outputs = tensors_in(output)
         if self.names.repeated(outputs):
@@ -98,18 +138,44 @@ class NanWatch:
             return
         # Inputs no hooked op made (data, parameters, results of graphs) are checked once;
         # outputs always, also when an op returns a tensor it updated in place.
+        held = FINITE  # the most any input holds
+        following = self._first_in is not None  # an infinity came in before this op
         for position, tensor in enumerate(inputs):
-            if self._known(self._seen, tensor):
-                continue
-            self._remember(self._seen, tensor)
-            if self._check(tensor) is False:
-                self._blame(op_type, inputs, outputs, f"input {position}")
-                return
+            before = self._held_before(tensor)
+            if before is None:
+                before = self._state(tensor)
+                self._store(tensor, before)
+                if before != FINITE and (self.inf or before == NAN):
+                    self._blame(op_type, inputs, outputs, f"input {position}")
+                    return
+                if before == INF:
+                    self._came_in(op_type, inputs, outputs, position, tensor)
+            if before > held:
+                held = before
+        states = []
         for position, tensor in enumerate(outputs):
-            self._remember(self._seen, tensor)
-            if self._check(tensor) is False:
+            state = self._state(tensor)
+            self._store(tensor, state)
+            if state > held or (self.inf and state != FINITE):
                 self._blame(op_type, inputs, outputs, f"output {position}")
                 return
+            states.append(state)
+        if held and following:
+            self._follow_first_in(op_type, inputs, outputs, states)
+
+    def _state(self, tensor: Any) -> int:
+        """FINITE, INF or NAN; FINITE also when MindSpore cannot hand its values to numpy (counted)."""
+        from ..backend.hooks import to_numpy
+
+        try:
+            values = to_numpy(tensor)
+        except Exception:  # noqa: BLE001 - MindSpore raises TypeError or RuntimeError for such dtypes
+            self.unreadable += 1
+            return FINITE
+        self.tensors += 1
+        if is_finite(values):
+            return FINITE
+        return NAN if holds_nan(values) else INF
 
     def _check(self, tensor: Any) -> bool | None:
         """Whether ``tensor`` is finite; None when MindSpore cannot hand its values to numpy
@@ -134,20 +200,21 @@ class NanWatch:
             stats = None
         return SlotStats(f"{label} ({name})" if name else label, name, stats)
 
-    def _blame(self, op_type: str, inputs: list, outputs: list, slot: str) -> None:
+    def _culprit(self, op_type: str, inputs: list, outputs: list, slot: str) -> Culprit:
         from ..backend.hooks import user_frame
 
-        self.when_us = time.time_ns() // 1000
+        when_us = time.time_ns() // 1000
         ins = tuple(self._slot(f"input {i}", t) for i, t in enumerate(inputs))
         outs = tuple(self._slot(f"output {i}", t) for i, t in enumerate(outputs))
         stats = (ins if slot.startswith("input") else outs)[int(slot.split()[1])].stats
-        made_here = slot.startswith("output") and all(s.stats is None or s.stats.finite for s in ins)
+        made_here = slot.startswith("output")
+        if self.inf:
+            made_here = made_here and all(s.stats is None or s.stats.finite for s in ins)
         frame = user_frame()
         source = code = cell = ""
         if frame is not None:
             path, line = frame.f_code.co_filename, frame.f_lineno
             source, code, cell = source_text(path, line, linecache.getline(path, line))
-        name = self._name
         note = ""
         if not made_here:
             params = [s.name for s in ins if s.name and s.stats is not None and not s.stats.finite]
@@ -157,14 +224,59 @@ class NanWatch:
                 else "no earlier op in this cell made it: it comes from the data, a parameter, or code "
                 "the hooks do not see (@jit functions, graphs)"
             )
-        self.culprit = Culprit(
-            name, op_type, slot, stats, made_here, ins, outs, source, code, cell, note=note, when_us=self.when_us
+        return Culprit(
+            self._name, op_type, slot, stats, made_here, ins, outs, source, code, cell, note=note, when_us=when_us
         )
+
+    def _blame(self, op_type: str, inputs: list, outputs: list, slot: str) -> None:
+        self.culprit = self._culprit(op_type, inputs, outputs, slot)
+        self.when_us = self.culprit.when_us
+        self._bad.clear()  # from here on, what the culprit's value reached (not the first infinity's)
+        self._reached.clear()
         for tensor in outputs:
-            self._remember(self._bad, tensor)
-        for tensor in inputs:
             if not is_finite(to_numpy_quiet(tensor)):
                 self._remember(self._bad, tensor)
+        if not self.culprit.made_here:
+            for tensor in inputs:
+                if not is_finite(to_numpy_quiet(tensor)):
+                    self._remember(self._bad, tensor)
+
+    def _came_in(self, op_type: str, inputs: list, outputs: list, position: int, tensor: Any) -> None:
+        """An infinity came in as data at ``input position``: listed (the first few), and the
+        first one kept as the answer for when no op makes a value."""
+        from ..backend.hooks import user_frame
+
+        self._entered_count += 1
+        if self._first_in is None:
+            self._first_in = self._culprit(op_type, inputs, outputs, f"input {position}")
+            self._remember(self._bad, tensor)
+            for out in outputs:
+                if not is_finite(to_numpy_quiet(out)):
+                    self._remember(self._bad, out)
+        if len(self._entered) > MAX_ENTERED:  # one more than listed: the first may be the answer itself
+            return
+        frame = user_frame()
+        source = code = cell = ""
+        if frame is not None:
+            path, line = frame.f_code.co_filename, frame.f_lineno
+            source, code, cell = source_text(path, line, linecache.getline(path, line))
+        value = self._slot(f"input {position}", tensor)
+        self._entered.append(
+            Entered(
+                self._name, op_type, f"input {position}", value.stats, value.name or _bound_to(tensor, frame),
+                source, code, cell,
+            )
+        )  # fmt: skip
+
+    def _follow_first_in(self, op_type: str, inputs: list, outputs: list, states: list[int]) -> None:
+        """Before any op made a value: the ops the first infinity that came in reached."""
+        if len(self._reached) >= MAX_DOWNSTREAM or not any(self._known(self._bad, t) for t in inputs):
+            return
+        for tensor, state in zip(outputs, states, strict=True):
+            if state != FINITE:
+                self._remember(self._bad, tensor)
+        outcome = "passed it on" if any(states) else "masked it: its output is finite"
+        self._reached.append(Reached(self._name, op_type, outcome))
 
     def _follow(self, op_type: str, inputs: list, outputs: list) -> None:
         if len(self._reached) >= MAX_DOWNSTREAM or not any(self._known(self._bad, t) for t in inputs):
@@ -187,12 +299,16 @@ class NanWatch:
         if frame is not None:
             path, line = frame.f_code.co_filename, frame.f_lineno
             where, code, cell = source_text(path, line, linecache.getline(path, line))
+        self._reached.clear()  # what the first infinity that came in reached, if one did
+        self._bad.clear()
         self.culprit = Culprit(
             name, op_type, slot, value.stats, False, (value,), (), where, code, cell, note=note, when_us=self.when_us
         )
 
     def _check_parameters(self) -> None:
-        """After the block: parameters that are no longer finite, though every op the hooks saw was."""
+        """After the block: parameters that are no longer finite, though every op the hooks saw
+        was (that held more than they did when an op used them: an infinity that came in as a
+        parameter is no finding)."""
         from ..backend.hooks import cell_parameters
 
         checked: set[int] = set()
@@ -204,7 +320,8 @@ class NanWatch:
                 if id(parameter) in checked:
                     continue
                 checked.add(id(parameter))
-                if self._check(parameter) is False:
+                before = self._held_before(parameter) or FINITE
+                if self._state(parameter) > before:
                     self._blame_value(
                         name,
                         "Parameter",
@@ -220,6 +337,18 @@ class NanWatch:
         if self.culprit is None:
             self._check_parameters()
         culprit = self.culprit
+        entered, count = tuple(self._entered), self._entered_count
+        if culprit is None and self._first_in is not None:
+            first = self._first_in
+            came = "no op made a NaN, or an infinity from finite values: the first non-finite value came in here"
+            note = (
+                f"{came}; {first.note}"
+                if first.note.startswith("parameter")
+                else f"{came}: it comes from the data, a parameter, or code the hooks do not see (@jit functions, "
+                "graphs)"
+            )
+            culprit = Culprit(**{**first.__dict__, "came_in": True, "note": note})
+            self.when_us = first.when_us
         if culprit is not None and self._reached:
             culprit = Culprit(**{**culprit.__dict__, "reached": tuple(self._reached)})
         notes = list(notes or [])
@@ -233,8 +362,27 @@ class NanWatch:
                 "%%msnan checks those from a data dump"
             )
         return NanReport(
-            "PyNative hooks", culprit, self.ops, self.tensors, seconds=time.perf_counter() - self.started, notes=notes
+            "PyNative hooks",
+            culprit,
+            self.ops,
+            self.tensors,
+            seconds=time.perf_counter() - self.started,
+            notes=notes,
+            rule="any" if self.inf else "made",
+            entered=entered,
+            entered_count=count,
         )
+
+
+def _bound_to(tensor: Any, frame) -> str:
+    """The name the person's code holds ``tensor`` under at ``frame`` (``mask``), or ''."""
+    if frame is None:
+        return ""
+    for scope in (frame.f_locals, frame.f_globals):
+        for name, value in list(scope.items()):
+            if value is tensor and not name.startswith("_"):
+                return name
+    return ""
 
 
 def to_numpy_quiet(tensor: Any):
@@ -251,9 +399,9 @@ def to_numpy_quiet(tensor: Any):
 class _Watched(HookedCell):
     """The hooks alone, for :func:`watch_pynative`: no mode scope, no dump, no report."""
 
-    def __init__(self) -> None:
+    def __init__(self, inf: bool = False) -> None:
         super().__init__()
-        self.observer = NanWatch()
+        self.observer = NanWatch(inf)
 
     def _setup(self) -> None:
         self.watch(self.observer)
@@ -263,17 +411,18 @@ class _Watched(HookedCell):
 
 
 @contextmanager
-def watch_pynative() -> Iterator[NanWatch]:
+def watch_pynative(inf: bool = False) -> Iterator[NanWatch]:
     """``with watch_pynative() as watch:`` the block runs with the hooks; ``watch.report()``
-    afterwards. The hooks are removed when the block ends, however it ends."""
-    with _Watched() as watched:
+    afterwards. The hooks are removed when the block ends, however it ends. ``inf``: the
+    culprit is the first non-finite value of any kind (``%%msnan --inf``)."""
+    with _Watched(inf) as watched:
         yield watched.observer
 
 
-def scan_new_iterations(root: str, before: set[str], progress=None) -> NanReport:
+def scan_new_iterations(root: str, before: set[str], progress=None, inf: bool = False) -> NanReport:
     """Scan the iterations of the dump at ``root`` that are not in ``before``."""
     dump = read_data_dump(root, skip=before)
-    report = scan_dump(dump, progress=progress)
+    report = scan_dump(dump, progress=progress, inf=inf)
     if not any(where.iterations for where in dump.ranks):
         report.notes.append(
             "the dump has no new iteration: the cell ran no graph, or the dump's iteration setting skipped its steps"
@@ -307,11 +456,13 @@ class NanSession(HookedCell):
         *,
         pynative: bool = False,
         progress=None,
+        inf: bool = False,
     ) -> None:
         super().__init__()
         self.code = code
         self.pynative = pynative
         self.progress = progress
+        self.inf = inf  # --inf: the first non-finite value of any kind
         self.report: NanReport | None = None
         self._watch: NanWatch | None = None
         self._compiled = False
@@ -337,7 +488,7 @@ class NanSession(HookedCell):
         if self.pynative and backend.read("mode") == 0:
             self.enter_scope(settings.context(mode="pynative"))
         if not graph:
-            self._watch = NanWatch()
+            self._watch = NanWatch(inf=self.inf)
             self.watch(self._watch)
 
     def _finished(self, failed: bool) -> None:
@@ -367,10 +518,11 @@ class NanSession(HookedCell):
             )
         dumped = None
         if self.dump_path and (self._watch is None or self.new_iterations()):
-            dumped = scan_new_iterations(self.dump_path, self._before, self.progress)
+            dumped = scan_new_iterations(self.dump_path, self._before, self.progress, inf=self.inf)
         if hooked is not None and dumped is not None:
             # The earlier finding is the report; the other says what it found, a value or none.
-            if dumped.culprit is not None and (hooked.culprit is None or _first_us(dumped) < self._watch.when_us):
+            _list_entered(hooked, dumped)
+            if _dump_first(hooked, dumped, self._watch.when_us):
                 found = (
                     f"; they found {_found(hooked.culprit, later=_first_us(dumped) > 0)}"
                     if hooked.culprit is not None
@@ -400,6 +552,26 @@ def _found(culprit: Culprit, later: bool) -> str:
     return (
         f"{culprit.kind}{' later,' if later else ''} at {culprit.name} ({culprit.op_type}), {culprit.slot}, which {how}"
     )
+
+
+def _dump_first(hooked: NanReport, dumped: NanReport, hooked_us: int) -> bool:
+    """Whether the dump's finding is the report: a value made (or a NaN that came in) before one
+    that only came in as data, else the earlier of the two."""
+    if dumped.culprit is None:
+        return False
+    if hooked.culprit is None:
+        return True
+    if dumped.culprit.came_in != hooked.culprit.came_in:
+        return hooked.culprit.came_in
+    return _first_us(dumped) < hooked_us
+
+
+def _list_entered(hooked: NanReport, dumped: NanReport) -> None:
+    """Both reports list the infinities that came in as data, the hooks' and the dump's."""
+    entered = (*hooked.entered, *dumped.entered)[: MAX_ENTERED + 1]
+    count = hooked.entered_count + dumped.entered_count
+    for report in (hooked, dumped):
+        report.entered, report.entered_count = entered, count
 
 
 def _first_us(report: NanReport) -> int:

@@ -22,18 +22,46 @@ def _checked(report) -> str:
     )
 
 
+def _headline(report, culprit, entered: tuple) -> str:
+    """The headline says the rule where it changed the answer: ``--inf`` took the first value of
+    any kind; the default, after infinities that came in as data, the first value an op made
+    (or the first NaN, when one came in)."""
+    if getattr(report, "rule", "made") == "any":
+        return f"First non-finite value of any kind: {culprit.kind}"
+    if entered and not culprit.came_in:
+        # Received and not made: a NaN that came in (a gradient or a parameter the backward pass
+        # or the update made not finite is made, by code the hooks do not see).
+        received = not culprit.made_here and culprit.kind.startswith("NaN")
+        return f"First NaN: {culprit.kind}" if received else f"First non-finite value made: {culprit.kind}"
+    return f"First non-finite value: {culprit.kind}"
+
+
+def _entered(item) -> tuple:
+    """``-Inf ×5 in input 1 (mask) of Default/Add-op0 (Add); rank 0, iteration 0: cell [3], line 4: `code```."""
+    code = item.first_code
+    return (
+        f"{item.kinds} in {item.slot}" + (f" ({item.value})" if item.value else "") + " of ",
+        r.Span(item.name, "scope"),
+        f" ({item.op_type})" + (f"; {item.where}" if item.where else ""),
+        *((": ", r.Span(item.place, "strong")) if item.place else ()),
+        *((": ", r.Span(code, "code")) if item.place and code else ()),
+    )
+
+
 def build(report) -> r.Report:
     """The first-NaN report's sections."""
     sections: list = []
     checked = _checked(report)
     culprit = report.culprit
+    others = getattr(report, "others_entered", None)  # duck typing: a report from before the rule has none
+    entered, more = others() if others is not None else ((), 0)
     if culprit is None:
         sections.append(r.Line((r.Span("All finite", "good-strong"), f": {checked}.")))
     else:
         sections.append(
             r.Line(
                 (
-                    r.Span(f"First non-finite value: {culprit.kind}", "bad"),
+                    r.Span(_headline(report, culprit, entered), "bad"),
                     " at ",
                     r.Span(culprit.name, "scope"),
                     f" ({culprit.op_type}), {culprit.slot}" + (f"; {culprit.where}" if culprit.where else ""),
@@ -63,6 +91,18 @@ def build(report) -> r.Report:
                     text_head="downstream ops it reached:",
                     look="tight",
                     indent=2,
+                )
+            )
+        if entered:
+            rule = "not blamed (--inf blames the first non-finite value of any kind):"
+            sections.append(
+                r.Items(
+                    [_entered(item) for item in entered],
+                    head=f"Entered as data, {rule}",
+                    text_head=f"entered as data, {rule}",
+                    look="tight",
+                    indent=2,
+                    more=f"and {more} more" if more else "",
                 )
             )
         sections.append(r.Line(checked[0].upper() + checked[1:] + ".", look="note", only="html"))

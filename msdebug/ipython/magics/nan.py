@@ -19,6 +19,10 @@ NAN = Spec(
             Option(
                 "--pynative", help="run the cell in PyNative mode under hooks (GRAPH cells after the first compile)"
             ),
+            Option(
+                "--inf",
+                help="blame the first non-finite value of any kind, also an infinity that came in as data (a -inf mask)",
+            ),
         ),
     ),
 )
@@ -69,11 +73,17 @@ class NanMagics(Magics):
     @cell_magic
     @magic_spec(NAN)
     def msnan(self, args: Parsed) -> Any:
-        """Run the cell and show the first op whose value is not finite (NaN, +Inf, -Inf).
+        """Run the cell and show the first op that made a value not finite (NaN, +Inf, -Inf).
 
         Usage::
 
-            %%msnan [--pynative]
+            %%msnan [--pynative] [--inf]
+
+        The culprit is the first op that made a NaN (its inputs hold none) or an infinity (its
+        inputs are finite), or the first NaN that came in with the data. Infinities that came
+        in as data (a -inf attention mask, a padding) are listed, not blamed; when no op made
+        anything, the answer is where the first non-finite value came in. --inf blames the
+        first non-finite value of any kind.
 
         PyNative: hooks on primitive calls, Tensor operators and Cells (removed when the cell
         ends, also after an error); the culprit is the primitive that made the value, with the
@@ -89,7 +99,9 @@ class NanMagics(Magics):
         from ...recorders.nan import NanSession
 
         progress = WidgetProgress()  # the cell's In [N] comes from dumps.cells, named at %load_ext
-        session = NanSession(args.cell, pynative=bool(args.get("--pynative")), progress=progress)
+        session = NanSession(
+            args.cell, pynative=bool(args.get("--pynative")), progress=progress, inf=bool(args.get("--inf"))
+        )
 
         def after(entered) -> str:
             return "%%msnan: the report above covers the ops that ran before the error"
