@@ -48,7 +48,7 @@ TENSOR_METHODS = {
     "prod": "ReduceProd", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "log": "Log", "log1p": "Log1p", "exp": "Exp",
     "pow": "Pow", "div": "Div", "add": "Add", "sub": "Sub", "mul": "Mul", "matmul": "MatMul",
     "reciprocal": "Reciprocal", "square": "Square", "abs": "Abs", "tanh": "Tanh", "sigmoid": "Sigmoid",
-    "norm": "Norm", "softmax": "Softmax", "clip": "Clamp",
+    "norm": "Norm", "softmax": "Softmax", "clip": "Clamp", "astype": "Cast",
 }  # fmt: skip
 
 
@@ -217,6 +217,7 @@ class OpHooks:
             if isinstance(value, type) and issubclass(value, Primitive) and "__call__" in value.__dict__:
                 plan.append((value, "__call__", _primitive(value.__dict__["__call__"])))
         plan.append((Primitive, "__call__", _primitive(Primitive.__call__)))
+        plan.extend(_inner_primitives())
         for name, op_type in TENSOR_METHODS.items():
             original = getattr(Tensor, name, None)
             if original is not None:
@@ -261,6 +262,28 @@ class OpHooks:
             self.busy = False
 
 
+def _inner_primitives() -> list[tuple[Any, str, Callable]]:
+    """``ops.softmax``, ``ops.log_softmax``, ``ops.cat`` and their kind: functions that call an
+    instance of ``pyboost_inner_prim._Pyboost<Op>Prim``, a Python class over the C++ primitive,
+    whose ``__call__`` no other wrapper sees. Reported as ``<Op>`` (``Softmax``)."""
+    import importlib
+
+    try:
+        inner = importlib.import_module("mindspore.ops.auto_generate.pyboost_inner_prim")
+    except ImportError:  # an older MindSpore: these functions go through primitives
+        return []
+    plan = []
+    for name, value in list(vars(inner).items()):
+        if (
+            isinstance(value, type)
+            and name.startswith("_Pyboost")
+            and name.endswith("Prim")
+            and "__call__" in vars(value)
+        ):
+            plan.append((value, "__call__", _named(vars(value)["__call__"], name[len("_Pyboost") : -len("Prim")])))
+    return plan
+
+
 def _overloads() -> list[tuple[Any, str, Callable]]:
     """``mint.div`` and its kind: Python functions of ``ops.functional_overload`` that call
     C++ directly, re-exported by ``mint``, ``ops`` and their functional modules."""
@@ -301,6 +324,18 @@ def _function(original: Callable, op_type: str) -> Callable:
         return output
 
     return function
+
+
+def _named(original: Callable, op_type: str) -> Callable:
+    @functools.wraps(original)
+    def __call__(prim, *args, **kwargs):
+        output = original(prim, *args, **kwargs)
+        hooks = _current
+        if hooks is not None and not hooks.busy:
+            hooks._report(op_type, args, output)
+        return output
+
+    return __call__
 
 
 def _primitive(original: Callable) -> Callable:
