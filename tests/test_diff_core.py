@@ -418,3 +418,60 @@ def test_names_and_values_from_a_run_are_escaped_in_every_view(tmp_path):
     for html in (report._repr_html_(), walker.detail.value):
         assert "<img" not in html and "<b>a</b>" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def _run_with_inputs(root: Path, ops_: list[tuple[str, list, list]]) -> Path:
+    """A saved run whose inputs refer to earlier ops' output files, as the recorder writes it:
+    ``(name, inputs, outputs)``, an input being an array (its own file) or ``(op, slot)``."""
+    root.mkdir(parents=True)
+    entries = []
+    for index, (name, inputs, outputs) in enumerate(ops_):
+        entry = {"name": name, "type": name.rsplit("/", 1)[-1].split("-op")[0], "scope": name.rpartition("/")[0]}
+        for io, items in (("input", inputs), ("output", outputs)):
+            refs = []
+            for slot, item in enumerate(items):
+                if isinstance(item, tuple):
+                    refs.append({"file": f"{item[0]:06d}.output.{item[1]}.npy", "shape": [2], "dtype": "Float32"})
+                    continue
+                file = f"{index:06d}.{io}.{slot}.npy"
+                np.save(root / file, item)
+                refs.append({"file": file, "shape": list(item.shape), "dtype": str(item.dtype)})
+            entry[io + "s"] = refs
+        entries.append(entry)
+    (root / RUN_FILE).write_text(
+        json.dumps({"format": "msdebug-run", "version": 1, "label": root.name, "ops": entries})
+    )
+    return root
+
+
+def test_a_later_output_no_op_read_does_not_decide(tmp_path):
+    """BatchNorm's saved mean and variance on CPU: memory the kernel never writes, different in
+    every run. No later op reads them, so they are shown but name no op."""
+    x = np.ones(2, np.float32)
+
+    def run(name: str, garbage: float, read: int):
+        return read_run(_run_with_inputs(tmp_path / name, [
+            ("Default/bn-BatchNorm2d/BatchNorm-op0", [x], [x, np.full(2, garbage, np.float32)]),
+            ("Default/ReLU-op0", [(0, read)], [x]),
+        ]))  # fmt: skip
+
+    report = diff_runs(run("a", 7.0, read=0), run("b", -3.0, read=0))
+    assert report.first is None and report.compared_tensors == 5
+    unused = [t for op in report.ops for t in op.tensors if not t.decides]
+    assert [(t.slot, t.agrees) for t in unused] == [("output 1", False)]
+    used = diff_runs(run("c", 7.0, read=1), run("d", -3.0, read=1))
+    assert (used.first.a.name, used.first.first_difference.slot) == ("Default/bn-BatchNorm2d/BatchNorm-op0", "output 1")
+
+
+def test_an_op_with_a_float16_input_is_judged_at_float16_tolerance(tmp_path):
+    """A float32 output computed from float16 inputs (a Cast, LayerNorm's mean in a --dtype
+    float16 run) carries float16's error: its op is judged at float16's tolerance."""
+    half = np.linspace(1, 2, 2).astype(np.float16)
+    mean_a, mean_b = np.array([1.5, 1.5], np.float32), np.array([1.5 * (1 + 3e-3), 1.5], np.float32)
+    a = read_run(_run_with_inputs(tmp_path / "a", [("Default/Cast-op0", [half], [mean_a])]))
+    b = read_run(_run_with_inputs(tmp_path / "b", [("Default/Cast-op0", [half], [mean_b])]))
+    assert diff_runs(a, b).first is None  # 3e-3 is within float16's rtol of 1e-2
+    assert diff_runs(a, b, rtol=1e-4, atol=1e-6).first is not None  # a tolerance given is the tolerance
+    plain = read_run(_run_with_inputs(tmp_path / "c", [("Default/ReduceMean-op0", [mean_a], [mean_a])]))
+    other = read_run(_run_with_inputs(tmp_path / "d", [("Default/ReduceMean-op0", [mean_a], [mean_b])]))
+    assert diff_runs(plain, other).first is not None  # all float32: float32's tolerance

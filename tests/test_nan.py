@@ -655,6 +655,48 @@ def test_every_op_is_checked_when_its_output_is_thrown_away(models):
     assert watch.names._last == []  # the last outputs are let go with the hooks
 
 
+def test_functions_over_inner_primitives_and_astype_are_seen(models):
+    """ops.softmax, ops.cat and ops.log_softmax call pyboost_inner_prim instances, which no
+    primitive or overload wrapper saw; Tensor.astype is a Cast no primitive call shows."""
+    from msdebug.recorders.nan import watch_pynative
+
+    ms, ops = models.ms, models.ops
+    scores = ms.Tensor(np.array([[1.0, 2.0], [-np.inf, -np.inf]], np.float16))
+    with watch_pynative() as watch:
+        probs = ops.softmax(scores, -1)  # float16: the all -inf row gives NaN
+        joined = ops.cat((probs, probs))
+        joined.astype(ms.float32)
+    report = watch.report()
+    assert report.checked_ops == 3
+    assert (report.culprit.name, report.culprit.made_here) == ("Default/Softmax-op0", True)
+    assert [r.op_type for r in report.culprit.reached] == ["Concat", "Cast"]
+
+
+def test_a_later_output_no_op_reads_is_not_blamed_until_one_does(models):
+    """BatchNorm on CPU leaves its saved mean and variance unwritten: stale memory, sometimes
+    NaN. The watch is fed as the hooks feed it (an op with two outputs, then one reading the first)."""
+    from msdebug.recorders.nan import NanWatch
+
+    ms = models.ms
+    x = ms.Tensor(np.ones(4, np.float32))
+    y, stale = ms.Tensor(np.ones(4, np.float32)), ms.Tensor(np.array([0, np.nan, 0, 0], np.float32))
+    watch = NanWatch()
+    watch.op("BatchNorm", (x,), (y, stale))
+    watch.op("ReLU", (y,), ms.Tensor(np.ones(4, np.float32)))
+    report = watch.report()
+    assert report.culprit is None
+    assert report.notes == [
+        "Default/BatchNorm-op0 (BatchNorm) made NaN in its output 1, which no later op read: an output a kernel "
+        "may leave unwritten (BatchNorm's saved mean and variance on CPU), not blamed"
+    ]
+    watch = NanWatch()
+    watch.op("BatchNorm", (x,), (y, stale))
+    watch.op("Add", (y, stale), ms.Tensor(np.array([2, np.nan, 2, 2], np.float32)))
+    culprit = watch.report().culprit
+    assert (culprit.name, culprit.slot, culprit.made_here) == ("Default/BatchNorm-op0", "output 1", True)
+    assert [(r.name, r.outcome) for r in culprit.reached] == [("Default/Add-op0", "passed it on")]
+
+
 def test_a_complex_tensor_with_a_nan_gets_an_answer(models):
     from msdebug.dumps.datadump import tensor_stats
     from msdebug.recorders.nan import watch_pynative

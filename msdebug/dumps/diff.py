@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -390,6 +390,9 @@ class TensorDiff:
     metrics: Metrics | None  # None where a side has no values to compare (statistics only, unreadable)
     note: str = ""
     stats: StatsDiff | None = None  # where a side kept statistics only
+    # False for an output after the first that no later op of the run used (BatchNorm's saved
+    # mean on CPU is memory never written): shown, but it names no op as where the runs part.
+    decides: bool = True
 
     @property
     def agrees(self) -> bool:
@@ -414,12 +417,13 @@ class OpDiff:
 
     @property
     def first_difference(self) -> TensorDiff | None:
-        return next((t for t in self.tensors if not t.agrees), None)
+        return next((t for t in self.tensors if t.decides and not t.agrees), None)
 
     @property
     def max_rel(self) -> float:
         """The largest relative error of the op's outputs (what it passes on)."""
-        values = [t.metrics.max_rel for t in self.tensors if t.metrics is not None and t.slot.startswith("output")]
+        values = [t.metrics.max_rel for t in self.tensors
+                  if t.metrics is not None and t.decides and t.slot.startswith("output")]  # fmt: skip
         return max(values, default=0.0)
 
 
@@ -585,6 +589,7 @@ def diff_runs(
         return tolerance_for(dtype_a, dtype_b, rtol, atol, rule)
 
     alignment = align(a.ops, b.ops)
+    used = (_used_files(a), _used_files(b))
     first: OpDiff | None = None
     spread: list[tuple[int, str, float]] = []
     compared = tensors = 0
@@ -592,13 +597,17 @@ def diff_runs(
     for done, (i, j) in enumerate(alignment.pairs):
         op_a, op_b = a.ops[i], b.ops[j]
         diffs = []
+        floor = _least_precise(op_a, op_b)
         for slot_a, slot_b in _pair_slots(op_a, op_b):
             if slot_a is None or slot_b is None:
                 present = slot_a or slot_b
                 side = "the first run" if slot_a is not None else "the reference"
                 diffs.append(TensorDiff(present.slot, None, f"only {side} has {present.slot}"))
                 continue
-            diffs.append(compare_refs(slot_a, slot_b, tolerance))
+            compared_pair = compare_refs(slot_a, slot_b, _with_floor(tolerance, floor))
+            if not _decides(slot_a, slot_b, used):
+                compared_pair = replace(compared_pair, decides=False)
+            diffs.append(compared_pair)
             tensors += 1
         op = OpDiff(op_a, op_b, tuple(diffs))
         compared += 1
@@ -625,6 +634,46 @@ def diff_runs(
     sample = tolerance_for("float32", "float32", rtol, atol, rule)
     return DiffReport(a, b, _tolerance_text(rtol, atol, rule, sample), first, entered, spread, compared, tensors,
                       alignment, notes, ops, _first_stats(first))  # fmt: skip
+
+
+def _used_files(run: Run) -> set | None:
+    """The files an op of ``run`` read as an input, where the run says (an msdebug run refers an
+    input an earlier op made to that op's output file); None where it does not (dumps)."""
+    if run.kind != "msdebug run":
+        return None
+    return {ref.path for op in run.ops for ref in op.inputs if ref.path is not None}
+
+
+def _decides(a: TensorRef, b: TensorRef, used: tuple[set | None, set | None]) -> bool:
+    """An op's first output always decides; a later one unless no later op used it, on each
+    side that says (BatchNorm's saved mean and variance, LayerNorm's mean and rstd in a forward
+    pass: outputs for the backward pass, or memory the CPU kernel never writes)."""
+    if a.io != "output" or a.slot == "output 0":
+        return True
+    known = [(ref, files) for ref, files in ((a, used[0]), (b, used[1])) if files is not None]
+    return not known or any(ref.path in files for ref, files in known)
+
+
+_FLOAT_RANK = ("float64", "float32", "float16", "bfloat16")  # most precise first
+
+
+def _least_precise(a: RunOp, b: RunOp) -> str:
+    """The least precise float type among an aligned pair's tensors: a float32 output computed
+    from float16 inputs (LayerNorm's mean in a float16 network) carries float16's error."""
+    names = {_dtype_name(ref.dtype) for op in (a, b) for ref in op.tensors}
+    return max((n for n in names if n in _FLOAT_RANK), key=_FLOAT_RANK.index, default="")
+
+
+def _with_floor(tolerance: Callable[[str, str], Tolerance], floor: str) -> Callable[[str, str], Tolerance]:
+    return lambda x, y: tolerance(_floored(x, floor), _floored(y, floor))
+
+
+def _floored(dtype: str, floor: str) -> str:
+    """``dtype``, or ``floor`` where ``dtype`` is a more precise float type (integers stay exact)."""
+    name = _dtype_name(dtype)
+    if name in _FLOAT_RANK and floor and _FLOAT_RANK.index(floor) > _FLOAT_RANK.index(name):
+        return floor
+    return dtype
 
 
 def _first_stats(first: OpDiff | None) -> dict:

@@ -76,6 +76,9 @@ class NanWatch:
         self._entered: list[Entered] = []  # infinities that came in as data, the first few
         self._entered_count = 0
         self._first_in: Culprit | None = None  # where the first one came in: the answer when nothing is made
+        # Later outputs (after the first) an op made non-finite that no op has read yet: BatchNorm's
+        # saved mean and variance are memory the CPU kernel never writes. Blamed when read.
+        self._unread: list[tuple[weakref.ref, Culprit]] = []
 
     # -- cells give the scope; optimizers get the gradients, which no forward hook sees
     def enter_cell(self, cell: Any, args: tuple = ()) -> None:
@@ -141,6 +144,9 @@ class NanWatch:
         held = FINITE  # the most any input holds
         following = self._first_in is not None  # an infinity came in before this op
         for position, tensor in enumerate(inputs):
+            if self._unread and self._read_unread(tensor):
+                self._follow(op_type, inputs, outputs)
+                return
             before = self._held_before(tensor)
             if before is None:
                 before = self._state(tensor)
@@ -156,7 +162,11 @@ class NanWatch:
         for position, tensor in enumerate(outputs):
             state = self._state(tensor)
             self._store(tensor, state)
-            if state > held or (self.inf and state != FINITE):
+            if (state > held or (self.inf and state != FINITE)) and position and len(self._unread) < MAX_ENTERED:
+                self._unread.append(
+                    (weakref.ref(tensor), self._culprit(op_type, inputs, outputs, f"output {position}"))
+                )
+            elif state > held or (self.inf and state != FINITE):
                 self._blame(op_type, inputs, outputs, f"output {position}")
                 return
             states.append(state)
@@ -240,6 +250,18 @@ class NanWatch:
             for tensor in inputs:
                 if not is_finite(to_numpy_quiet(tensor)):
                     self._remember(self._bad, tensor)
+
+    def _read_unread(self, tensor: Any) -> bool:
+        """Whether ``tensor`` is a non-finite later output no op had read: then its op is the culprit."""
+        for ref, culprit in self._unread:
+            if ref() is tensor:
+                self.culprit, self.when_us = culprit, culprit.when_us
+                self._bad.clear()
+                self._reached.clear()
+                self._remember(self._bad, tensor)
+                self._unread.clear()
+                return True
+        return False
 
     def _came_in(self, op_type: str, inputs: list, outputs: list, position: int, tensor: Any) -> None:
         """An infinity came in as data at ``input position``: listed (the first few), and the
@@ -352,6 +374,12 @@ class NanWatch:
         if culprit is not None and self._reached:
             culprit = Culprit(**{**culprit.__dict__, "reached": tuple(self._reached)})
         notes = list(notes or [])
+        if self.culprit is None:
+            notes.extend(
+                f"{c.name} ({c.op_type}) made {c.kind} in its {c.slot}, which no later op read: an output a kernel "
+                "may leave unwritten (BatchNorm's saved mean and variance on CPU), not blamed"
+                for ref, c in self._unread
+            )
         if self.unreadable:
             notes.append(
                 f"{self.unreadable} tensors could not be read as numpy arrays (bfloat16?) and were not checked"

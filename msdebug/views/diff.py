@@ -41,7 +41,9 @@ def _metrics_rows(first) -> list[tuple]:
     rows = []
     for tensor in first.tensors:
         metrics = tensor.metrics
-        verdict = r.Span("agrees", "good") if tensor.agrees else r.Span("differs", "bad")
+        verdict = (
+            r.Span("agrees", "good") if tensor.agrees else r.Span(_verdict(tensor), "bad" if tensor.decides else "")
+        )
         if metrics is None:
             rows.append((tensor.slot, verdict, tensor.summary, "", "", ""))
             continue
@@ -52,6 +54,10 @@ def _metrics_rows(first) -> list[tuple]:
         rows.append((tensor.slot, verdict, _num(metrics.max_abs), _num(metrics.max_rel), cosine,
                      f"{100 * metrics.share_within:.4g}%"))  # fmt: skip
     return rows
+
+
+def _verdict(tensor) -> str:
+    return "differs" if tensor.decides else "differs, unused (no later op read it)"
 
 
 def _first_values(tensor) -> str:
@@ -146,7 +152,7 @@ def build(report) -> r.Report:
         sections.append(r.Table(columns, _metrics_rows(first), look="compact", only="html"))
         sections.append(
             r.Items(
-                [f"{t.slot}: {'agrees' if t.agrees else 'differs'}, {t.summary}" for t in first.tensors],
+                [f"{t.slot}: {'agrees' if t.agrees else _verdict(t)}, {t.summary}" for t in first.tensors],
                 indent=2,
                 only="text",
             )  # fmt: skip
