@@ -54,7 +54,9 @@ __all__ = [
 _CALLEE = re.compile(r"(call @[^\s(]+|%\d+|[^\s(\[]+)", re.ASCII)
 _REFERENCE = re.compile(r"(?<![\w$@])(%para\d+_[^\s,()\[\]{}]+|%\d+|@[^\s,()\[\]{}]+)")
 _LOCATION = re.compile(
-    r"# In file (?P<path>.+?):(?P<line>\d+)(?:~(?P<end>\d+))?(?:, (?P<c1>\d+)~(?P<c2>\d+))?/(?P<code>.*?)/(?:<~~.*)?$",
+    # The code is missing where MindSpore could not read the file (a terminal IPython's cells).
+    r"# In file (?P<path>.+?):(?P<line>\d+)(?:~(?P<end>\d+))?(?:, (?P<c1>\d+)~(?P<c2>\d+))?/(?:(?P<code>.*?)/)?"
+    r"(?:<~~.*)?$",
     re.ASCII,
 )
 _TENSOR = re.compile(r"<(?:Ref\[)?Tensor\[(\w+)\]\]?, \(([^)]*)\)")
@@ -93,7 +95,7 @@ class SourceLocation:
         columns = (ascii_number(match["c1"]), ascii_number(match["c2"])) if match["c1"] else None
         if line is None or end is None or (columns is not None and None in columns):
             return None  # a number beyond int64 is no place in a file: not a location
-        return cls(match["path"], line, end, columns, match["code"])
+        return cls(match["path"], line, end, columns, match["code"] or "")
 
 
 class IrNode:
