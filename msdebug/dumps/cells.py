@@ -18,7 +18,16 @@ from collections.abc import Callable
 from ..errors import MsDebugError
 from ..files import MiB, read_regular
 
-__all__ = ["add_namer", "cell_code", "cell_number", "is_cell", "remember", "remove_namer"]
+__all__ = [
+    "add_namer",
+    "cell_code",
+    "cell_number",
+    "is_cell",
+    "remember",
+    "remember_blank",
+    "remove_namer",
+    "typed_line",
+]
 
 _CELL = re.compile(r"(?:^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 _MAX_LINES = 12
@@ -27,6 +36,9 @@ _CELL_LIMIT = 16 * MiB
 
 # file name -> the execution count of the cell run from it, as told by remember().
 _numbers: dict[str, int] = {}
+# file name -> the empty lines a cell starts with, which IPython drops before it compiles the cell:
+# a compiled line number is that many lines above the line as typed (and as the file holds it).
+_blank: dict[str, int] = {}
 # Functions file name -> execution count or None, added by the IPython layer (the shell knows).
 _namers: list[Callable[[str], int | None]] = []
 
@@ -37,6 +49,20 @@ def remember(path: str, number: int) -> None:
     _numbers[path] = number
     while len(_numbers) > _MAX_NAMES:  # bounded: the oldest names go first
         del _numbers[next(iter(_numbers))]
+
+
+def remember_blank(path: str, lines: int) -> None:
+    """Note that the cell behind ``path`` starts with ``lines`` empty lines IPython did not compile."""
+    _blank.pop(path, None)
+    if lines:
+        _blank[path] = lines
+        while len(_blank) > _MAX_NAMES:
+            del _blank[next(iter(_blank))]
+
+
+def typed_line(path: str, line: int) -> int:
+    """The line of the cell as typed (and shown) for ``line`` of the code IPython compiled from it."""
+    return line + _blank.get(path, 0)
 
 
 def add_namer(namer: Callable[[str], int | None]) -> None:
@@ -68,16 +94,18 @@ def is_cell(path: str) -> bool:
 
 
 def cell_code(path: str, line: int, end: int | None = None) -> str | None:
-    """Lines ``line..end`` of the cell behind ``path`` (at most 12), or None when ``path`` is
-    not a cell or its code is not known here (another process, the file gone)."""
+    """Lines ``line..end`` (as compiled) of the cell behind ``path`` (at most 12), or None when
+    ``path`` is not a cell or its code is not known here (another process, the file gone)."""
     if not is_cell(path) or line < 1:
         return None
     try:
         # A dump names whatever path it likes: only a regular file, and only a cell's worth of it.
         lines = read_regular(path, _CELL_LIMIT, follow=False).decode("utf-8", "replace").splitlines(keepends=True)
+        shift = typed_line(path, line) - line  # the file holds the cell as typed
+        line, end = line + shift, (end + shift if end else None)
     except MsDebugError:
-        # IPython's own cells (<ipython-input-...>) live only in linecache; a path that exists
-        # but is no regular file (a FIFO) must not reach linecache, which would block on it.
+        # IPython's own cells (<ipython-input-...>) live only in linecache, as compiled; a path
+        # that exists but is no regular file (a FIFO) must not reach linecache, which would block on it.
         lines = [] if os.path.lexists(path) else linecache.getlines(path)
     if not lines or line > len(lines):
         return None

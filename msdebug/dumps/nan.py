@@ -210,7 +210,7 @@ def _cell_label(path: str, line: int) -> str:
     does not know which ``In [N]`` it was); '' for other files."""
     if not cells.is_cell(path):
         return ""
-    number = cells.cell_number(path)
+    number, line = cells.cell_number(path), cells.typed_line(path, line)
     return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
 
 

@@ -13,7 +13,10 @@ import os
 import sys
 import threading
 
+from IPython.core.inputtransformer2 import leading_empty_lines
+
 from .. import backend, interrupts
+from ..dumps import cells
 from ..errors import MsDebugError
 
 __all__ = ["LEVELS", "CellCapture", "CellFiles", "LogLevel", "hold_during_cell", "refresh_after_cell"]
@@ -85,6 +88,8 @@ class CellFiles:
             name = self.shell.compile.get_code_name(raw, raw, self.shell.execution_count)
         except Exception:  # noqa: BLE001 - a compiler without file names: nothing to do
             return
+        lines = raw.splitlines()
+        cells.remember_blank(name, len(lines) - len(leading_empty_lines(lines)))  # IPython drops them
         if not os.path.isabs(name) or os.path.exists(name):
             return  # terminal IPython names cells <ipython-input-...>; nothing on disk to fix
         try:
