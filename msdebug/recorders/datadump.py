@@ -15,6 +15,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -322,13 +323,47 @@ _JIT = re.compile(r"(^|\W)(ms\.)?jit\b|@jit|\bjit\(")
 _SINK = re.compile(r"(dataset_sink_mode|sink_mode)\s*=\s*True|data_sink\(")
 
 
-def graph_only_reason(code: str) -> str:
-    """Why rerunning ``code`` in PyNative would not show its ops to hooks ('' when it would)."""
+def graph_only_reason(code: str, namespace: Mapping[str, Any] | None = None) -> str:
+    """Why rerunning ``code`` in PyNative would not show its ops to hooks ('' when it would).
+
+    ``namespace``: the notebook's names, for a @jit function (or a Cell whose ``construct`` is
+    one) defined in an earlier cell, which the cell calls by name or through a function that
+    calls it."""
     if _JIT.search(code):
         return "it calls @jit functions, which run as graphs in PyNative too"
     if _SINK.search(code):
         return "it trains in sink mode, which runs as a graph"
+    name = _graph_name(code, namespace or {})
+    if name:
+        return f"it calls {name}, which runs a @jit function as a graph in PyNative too"
     return ""
+
+
+def _graph_name(code: str, namespace: Mapping[str, Any]) -> str:
+    """A name the cell uses whose value runs as a graph (a @jit function or method, a Cell with a
+    @jit ``construct``, or a function of the notebook that calls one), '' when none does."""
+    import ast
+
+    try:
+        used = {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    return next((name for name in sorted(used) if _runs_graph(namespace.get(name), 2)), "")
+
+
+def _runs_graph(value: Any, depth: int) -> bool:
+    if value is None or isinstance(value, (int, float, str, bytes, bool)):
+        return False
+    if getattr(value, "__wrapped_by_jit__", False) is True:  # what mindspore.jit leaves on its wrapper
+        return True
+    construct = getattr(type(value), "construct", None)
+    if construct is not None and not isinstance(value, type):  # a Cell: what its construct runs
+        return _runs_graph(construct, depth)
+    code = getattr(value, "__code__", None)
+    found = getattr(value, "__globals__", None)
+    if depth and code is not None and isinstance(found, dict):  # a plain function: what it calls by name
+        return any(_runs_graph(found.get(name), depth - 1) for name in code.co_names[:256])
+    return False
 
 
 def first_cell(config_file: str | os.PathLike) -> str:

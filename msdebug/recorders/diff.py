@@ -276,7 +276,7 @@ class Side(HookedCell):
             return
         if self._recorder is not None:
             self.run = self._recorder.finish()
-            reason = graph_only_reason(self.session.code)
+            reason = graph_only_reason(self.session.code, self.session.namespace)
             if reason:
                 self.run.notes.append(f"{self.label}: the hooks record PyNative ops only; {reason}")
         elif self.dump_path:

@@ -485,15 +485,18 @@ class NanSession(HookedCell):
         pynative: bool = False,
         progress=None,
         inf: bool = False,
+        namespace: dict | None = None,
     ) -> None:
         super().__init__()
         self.code = code
+        self.namespace = namespace if namespace is not None else {}  # where the cell's @jit functions are
         self.pynative = pynative
         self.progress = progress
         self.inf = inf  # --inf: the first non-finite value of any kind
         self.report: NanReport | None = None
         self._watch: NanWatch | None = None
         self._compiled = False
+        self._graph = False
 
     def _setup(self) -> None:
         from .. import settings
@@ -502,22 +505,23 @@ class NanSession(HookedCell):
         from . import datadump
 
         backend = get_backend()
-        graph = backend.read("mode") == 0 and not self.pynative
+        graph = self._graph = backend.read("mode") == 0 and not self.pynative
         if graph:
             self.use_dump(*datadump.dump_for_cell(self.code))
         else:
             status = datadump.dump_status()
             if status.config_file and not status.error and (status.in_effect or not status.compiled):
                 self.use_dump(status.dump_path, False)
-            elif graph_only_reason(self.code) and not status.config_file and not status.compiled:
+            elif graph_only_reason(self.code, self.namespace) and not status.config_file and not status.compiled:
                 # @jit functions run as graphs in PyNative too: their ops need a dump.
                 self.use_dump(*datadump.dump_for_cell(self.code))
         self._compiled = _switch.graph_compiled()
         if self.pynative and backend.read("mode") == 0:
             self.enter_scope(settings.context(mode="pynative"))
-        if not graph:
-            self._watch = NanWatch(inf=self.inf)
-            self.watch(self._watch)
+        # In GRAPH mode too: the ops a cell runs outside its networks (before them, on their
+        # results) run one by one, as in PyNative, and no dump holds them.
+        self._watch = NanWatch(inf=self.inf)
+        self.watch(self._watch)
 
     def _finished(self, failed: bool) -> None:
         self._finish()  # also after an error: the report covers the ops before it
@@ -529,12 +533,13 @@ class NanSession(HookedCell):
         notes = []
         if self.dump_new:
             notes.append(f"msdebug set up a data dump in {self.dump_path} for this kernel's graphs")
-        hooked = self._watch.report() if self._watch is not None else None
+        watched = self._watch is not None and (self._watch.ops or not self._graph)  # GRAPH: only if ops ran outside
+        hooked = self._watch.report() if watched else None
         if hooked is not None and self.hook_errors:
             hooked.notes.append(
                 f"{len(self.hook_errors)} checks failed and were skipped; the first: {self.hook_errors[0]}"
             )
-        if hooked is not None and not self.dump_path and graph_only_reason(self.code):
+        if hooked is not None and not self.dump_path and graph_only_reason(self.code, self.namespace):
             hooked.notes.append(
                 "this cell calls @jit functions, whose ops the hooks do not see; a data dump would show them, "
                 "but this process compiled a graph before one was set up"
@@ -545,7 +550,7 @@ class NanSession(HookedCell):
                 "and no data dump can be set up any more in this process"
             )
         dumped = None
-        if self.dump_path and (self._watch is None or self.new_iterations()):
+        if self.dump_path and (hooked is None or self.new_iterations()):
             dumped = scan_new_iterations(self.dump_path, self._before, self.progress, inf=self.inf)
         if hooked is not None and dumped is not None:
             # The earlier finding is the report; the other says what it found, a value or none.

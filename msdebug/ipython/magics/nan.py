@@ -100,7 +100,11 @@ class NanMagics(Magics):
 
         progress = WidgetProgress()  # the cell's In [N] comes from dumps.cells, named at %load_ext
         session = NanSession(
-            args.cell, pynative=bool(args.get("--pynative")), progress=progress, inf=bool(args.get("--inf"))
+            args.cell,
+            pynative=bool(args.get("--pynative")),
+            progress=progress,
+            inf=bool(args.get("--inf")),
+            namespace=self.shell.user_ns,
         )
 
         def after(entered) -> str:
