@@ -31,7 +31,8 @@ FAST = settings(max_examples=60)
 
 def reference_match(order: list[str] | None, tensors: list[TensorFile]):
     """The matcher as its docstring defines it, without any index: each pass, each file (by
-    timestamp) goes to the first op of its key, in execution order, that lacks its slot."""
+    timestamp) goes to the first op of its key, in execution order, that lacks its slot; files
+    whose scope and type carry other op numbers than the order's, as many, wait for the last pass."""
     if order is None:
         named = dict.fromkeys((t.flat_name, t.op_type) for t in tensors)
         ops = [DumpOp(i, name, op_type) for i, (name, op_type) in enumerate(named)]
@@ -42,10 +43,26 @@ def reference_match(order: list[str] | None, tensors: list[TensorFile]):
         lambda op_type, flat: ("", flat),
         lambda op_type, flat: (op_type, re.sub(r"-op\d+$", "", flat)),
     )
+
+    def numbers(names: list[tuple[str, str]], op_type: str, base: str) -> set[str]:
+        return {m[1] for t, n in names if t == op_type and (m := re.fullmatch(re.escape(base) + r"-op(\d+)", n))}
+
+    def renumbered(t: TensorFile) -> bool:
+        """Its scope and type's files carry as many op numbers as the order has there, but other ones."""
+        if order is None or not re.search(r"-op\d+$", t.flat_name):
+            return False
+        base = re.sub(r"-op\d+$", "", t.flat_name)
+        files = numbers([(f.op_type, f.flat_name) for f in tensors], t.op_type, base)
+        wanted = numbers([(op.op_type, op.name.replace("/", "_")) for op in ops], t.op_type, base)
+        return bool(wanted) and files != wanted and len(files) == len(wanted)
+
     left = tensors
-    for key in keys:
+    for number, key in enumerate(keys):
         still = []
         for t in left:
+            if number < 2 and renumbered(t):  # its number names another op: by timestamp, last pass
+                still.append(t)
+                continue
             for op in ops:
                 slots = op.inputs if t.io == "input" else op.outputs
                 if key(op.op_type, op.name.replace("/", "_")) == key(t.op_type, t.flat_name) and all(

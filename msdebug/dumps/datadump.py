@@ -461,6 +461,7 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         ops = [DumpOp(i, name, op_type) for i, (name, op_type) in enumerate(named)]
     else:
         ops = [DumpOp(i, name, _op_type(name)) for i, name in enumerate(order)]
+    renumbered = _renumbered_groups(ops, tensors) if order is not None else set()
     # Each pass matches the files the earlier ones left: by type and full name; by name
     # alone (a kernel type that differs from its name's); by type and name without the
     # "-opN" counter (a second instance of a graph numbers its files' ops apart from its
@@ -472,7 +473,7 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
     )
     left = tensors
     have: dict[tuple[int, str], set[int]] = {}  # (op index, io) -> the slots it holds
-    for key in keys:
+    for number, key in enumerate(keys):
         groups: dict[tuple[str, str], list[DumpOp]] = {}
         for op in ops:
             groups.setdefault(key(op.op_type, _flat(op.name)), []).append(op)
@@ -481,6 +482,9 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         first: dict[tuple[tuple[str, str], str, int], int] = {}
         still = []
         for t in left:
+            if renumbered and number < 2 and (t.op_type, _numbered(t.flat_name)[0]) in renumbered:
+                still.append(t)  # its number names another op: by timestamp, in the last pass
+                continue
             group_key = key(t.op_type, t.flat_name)
             group = groups.get(group_key)
             if not group:
@@ -503,6 +507,38 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         op.inputs.sort(key=lambda t: t.slot)
         op.outputs.sort(key=lambda t: t.slot)
     return ops, unmatched
+
+
+def _numbered(flat: str) -> tuple[str, int | None]:
+    """``("Default_Sqrt", 2)`` for ``Default_Sqrt-op2``; the number None where there is none."""
+    found = _OP_NUMBER.search(flat)
+    return (flat[: found.start()], int(flat[found.start() + 3 :])) if found else (flat, None)
+
+
+def _renumbered_groups(ops: list[DumpOp], tensors: list[TensorFile]) -> set[tuple[str, str]]:
+    """The (type, flat scope) groups whose files' op numbers are not the execution order's.
+
+    From the second graph a process compiles on, MindSpore numbers the dump's files process-wide
+    (``Sqrt-op2`` .. ``Sqrt-op4``) and the graph's execution order per graph (``Sqrt-op0`` ..
+    ``Sqrt-op2``): matched by name, files would land on other ops that happen to carry their
+    numbers. Where one scope and type's files carry as many numbers as the order has ops there,
+    but other ones, their numbers say nothing: they go by timestamp (the matcher's last pass).
+    Where the numbers agree, or the counts differ (a dump of some kernels only), names match."""
+    wanted: dict[tuple[str, str], set[int]] = {}
+    for op in ops:
+        base, number = _numbered(_flat(op.name))
+        if number is not None:
+            wanted.setdefault((op.op_type, base), set()).add(number)
+    found: dict[tuple[str, str], set[int]] = {}
+    for tensor in tensors:
+        base, number = _numbered(tensor.flat_name)
+        if number is not None:
+            found.setdefault((tensor.op_type, base), set()).add(number)
+    return {
+        key
+        for key, numbers in found.items()
+        if key in wanted and numbers != wanted[key] and len(numbers) == len(wanted[key])
+    }
 
 
 # --------------------------------------------------------------------------- tensors
