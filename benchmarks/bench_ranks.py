@@ -6,11 +6,14 @@
    4, each run ``--runs`` times (the median counts). The baseline's ranks beat as often as
    msdebug's (``init()`` returns at a heartbeat): its environment gets the heartbeat variables
    with the values :meth:`Pool.environment` gives msdebug's ranks.
-2. **Round trip**: ``Pool.execute("pass")`` on 4 ranks (an empty ``%%msrun`` cell), against
-   ipyparallel's ``%px`` path (``DirectView.execute("pass", block=True)``) on 4 engines.
-   ipyparallel is installed for this benchmark only, into a temporary directory.
-3. **Hangs**: ``--hangs`` cells in which rank 1 never returns (a Python loop) while rank 0 is
-   done; each must be reported within ``--hang-after`` plus 5 s, then Ctrl-C frees rank 1.
+2. **Round trip**: ``Pool.execute("pass")`` on 4 ranks (an empty ``%%msrun`` cell) once they
+   have imported MindSpore and called ``init()`` (so each cell ends with the wait for the ops it
+   launched, and the flight recorder's watch is in place), against ipyparallel's ``%px`` path
+   (``DirectView.execute("pass", block=True)``) on 4 engines. ipyparallel is installed for this
+   benchmark only, into a temporary directory.
+3. **Hangs**: ``--hangs`` cells in which rank 1 launches an AllReduce that rank 0, done at once,
+   never joins (a real deadlock); each must be reported within ``--hang-after`` plus 5 s, then
+   rank 0 joins the AllReduce in a cell of its own, which frees rank 1.
 4. **Orphans**: ``--trials`` times, a fresh interpreter (standing in for the notebook's kernel)
    starts 2 ranks and waits for a go-ahead on its stdin; the benchmark takes the job's pids
    (msrun, and a supervisor and its process for the scheduler and each rank: 7), sends the
@@ -52,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 INIT = "from mindspore.communication import init\ninit()"
+ALLREDUCE = "import os\n{only}ms.ops.AllReduce()(ms.Tensor(np.ones(2, np.float32))).asnumpy()"
 
 BASELINE_SCRIPT = """
 import os, sys
@@ -128,6 +132,8 @@ def _round_trip_msdebug(rounds: int) -> float:
     pool = Pool(4)
     pool.start()
     try:
+        run = pool.execute(INIT)
+        assert run.ok, [(r.rank, r.state, r.evalue) for r in run.results]
         for _ in range(20):  # warm up
             pool.execute("pass")
         times = []
@@ -185,18 +191,20 @@ def _hangs(trials: int, hang_after: float) -> list[float]:
     pool = Pool(2)
     pool.start()
     try:
+        run = pool.execute(INIT + "\nimport numpy as np, mindspore as ms")
+        assert run.ok, [(r.rank, r.state, r.evalue) for r in run.results]
         times = []
         for _ in range(trials):
             start = time.perf_counter()
-            run = pool.execute(
-                "import os, time\nif os.environ['RANK_ID'] == '1':\n    while True: time.sleep(0.01)",
-                hang_after=hang_after,
-            )
+            run = pool.execute(ALLREDUCE.format(only="if os.environ['RANK_ID'] == '1':\n    "), hang_after=hang_after)
             seconds = time.perf_counter() - start
-            found = [r.rank for r in run.busy] == [1] and run.results[0].state == "finished"
+            found = (
+                [r.rank for r in run.busy] == [1] and run.results[0].state == "finished" and run.difference is not None
+            )
             times.append(seconds if found else float("inf"))
-            pool.interrupt([1])
-            assert pool.wait_idle([1], timeout=30) == [], "rank 1 did not stop on Ctrl-C"
+            joined = pool.execute(ALLREDUCE.format(only=""), ranks=[0], hang_after=hang_after)
+            assert joined.ok, [(r.rank, r.state, r.evalue) for r in joined.results]
+            assert pool.wait_idle([1], timeout=30) == [], "rank 1 did not finish its AllReduce"
         return times
     finally:
         pool.stop()

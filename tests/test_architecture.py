@@ -215,9 +215,14 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("recorders/diff.py", "open(root / file, 'xb')"): "writes a new tensor file of a saved run",
     ("dumps/datadump.py", "mmap.mmap(fd, need, access=mmap.ACCESS_READ)"): "maps the fd open_regular opened",
     ("ipython/explorer.py", "self.open(label, search=row.fullname)"): "opens a tab of the explorer, not a file",
-    ("ipython/ranks.py", "open(os.path.join(pool, f'rank{rank}.stacks'), 'x', encoding='utf-8')"): (
-        "a new file a rank's faulthandler writes its stacks to"
+    ("ipython/ranks.py", "os.open(os.path.join(pool, f'rank{rank}.stacks'), flags, 384)"): (
+        "a new file a rank's faulthandler appends its stacks to"
     ),
+    ("ipython/ranks.py", "os.fdopen(fd, 'a', encoding='utf-8')"): "the rank's new stacks file, opened above",
+    ("ranks/flight.py", "os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, 'O_CLOEXEC', 0), 384)"): (
+        "a new flight file a rank writes its communication to"
+    ),
+    ("ranks/flight.py", "mmap.mmap(fd, SIZE)"): "maps the new flight file opened above",
     ("ipython/ranks.py", "os.fdopen(os.dup(2), 'w', encoding='utf-8', errors='replace')"): (
         "writes a crash report to the rank's own log"
     ),
@@ -332,6 +337,10 @@ HELPERS = {
     "views": {"_html", "_text", "svg", "report"},  # shared HTML/text pieces; SVG charts; the report model
     "ipython": {"extension", "prefs", "hooks", "completion", "comm"},
     "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body
+    # the pool started through msrun, what a worker runs, the C-level output a rank forwards; where
+    # a rank is (stacks); MindSpore's communication ops, one list (collectives); a rank's flight
+    # recorder (flight); the hang policy and where the ranks differ (hangs)
+    "ranks": {"pool", "worker", "coutput", "stacks", "collectives", "flight", "hangs"},
 }
 
 

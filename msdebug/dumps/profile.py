@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import InvalidValueError, ProfileReadError
 from ..files import MiB, open_regular
+from ..ranks import collectives
 from .rendered import Rendered, rendered_by
 
 __all__ = [
@@ -985,22 +986,13 @@ def read_profile(path: str | os.PathLike) -> ProfileData:
 
 # --------------------------------------------------------------------------- ranks
 
-# Collective communication ops (MindSpore's names, Ascend's Hcom* too): every rank waits in them
-# until the last one arrives, so their time is mostly waiting. Point-to-point Send/Receive and
-# compute ops whose names merely contain these words (BroadcastTo) are not collectives.
-_COLLECTIVES = frozenset(
-    (
-        "allreduce", "allgather", "allgatherv", "reducescatter", "reducescatterv", "broadcast", "alltoall",
-        "alltoallv", "neighborexchange", "neighborexchangev2", "barrier", "collectivescatter", "collectivegather",
-        "reduce",
-    )
-)  # fmt: skip
-
 
 def is_collective(op_type: str) -> bool:
-    """Whether ``op_type`` is a collective communication op (AllReduce, AllGather, Broadcast, ...)."""
-    name = op_type.lower().replace("_", "")
-    return name in _COLLECTIVES or (name.startswith("hcom") and name[4:] in _COLLECTIVES)
+    """Whether ``op_type`` is a collective communication op (AllReduce, AllGather, Broadcast,
+    Ascend's Hcom* ...): every rank waits in it until the last one arrives, so its time is mostly
+    waiting. Point-to-point Send/Receive, and compute ops whose names merely contain these words
+    (BroadcastTo), are not (:mod:`msdebug.ranks.collectives`, the one list)."""
+    return collectives.is_collective(op_type)
 
 
 @dataclass(frozen=True)

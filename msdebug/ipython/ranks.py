@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 
-__all__ = ["RankOutput", "serve_rank"]
+__all__ = ["RankOutput", "record_communication", "serve_rank"]
 
 
 def serve_rank(pool: str, rank: str) -> int:
@@ -26,8 +26,11 @@ def serve_rank(pool: str, rank: str) -> int:
     from ipykernel.kernelapp import IPKernelApp
 
     # Where this rank's Python stacks go on SIGUSR1, for a hang: a signal handler in C, so it
-    # runs also while MindSpore's C++ waits in a collective with the GIL held.
-    stacks = open(os.path.join(pool, f"rank{rank}.stacks"), "x", encoding="utf-8")  # noqa: SIM115 - for the process's life
+    # runs also while MindSpore's C++ waits in a collective with the GIL held. Appended: the
+    # pool empties the file before each dump it asks for, so it holds one at most.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+    fd = os.open(os.path.join(pool, f"rank{rank}.stacks"), flags, 0o600)
+    stacks = os.fdopen(fd, "a", encoding="utf-8")
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     # ipykernel sends fd 2 to the notebook: a crash would be written there and lost with the
     # process. A copy of fd 2 as it is now (msrun's worker log) keeps it.
@@ -54,8 +57,45 @@ def serve_rank(pool: str, rank: str) -> int:
             "--HistoryManager.enabled=False",
         ]
     )
+    record_communication(app.shell, os.path.join(pool, f"rank{rank}.flight"), int(rank))
     app.start()
     return 0
+
+
+def record_communication(shell, path: str, rank: int):
+    """The rank's flight recorder (:mod:`msdebug.ranks.flight`) at ``path``: each cell's number
+    and file as it is compiled, and every communication op the rank launches from MindSpore's
+    first import on (the watch is installed right after it, or now if it is imported). Returns
+    the recorder, or None when its file cannot be made (the pool then places ranks by their
+    stacks alone)."""
+    from .. import backend
+    from ..backend.ranks import Watch
+    from ..ranks.collectives import is_communication
+    from ..ranks.flight import Recorder
+
+    try:
+        recorder = Recorder(path, rank)
+    except OSError:
+        return None
+
+    # Each cell's number and file as IPython caches it (the one place both are certain: IPython 9
+    # counts a cell before pre_run_cell, 8 after it; a nested cell magic's body is cached too).
+    cache = shell.compile.cache
+
+    def cell(transformed_code: str, number: int = 0, raw_code: str | None = None) -> str:
+        name = cache(transformed_code, number, raw_code)
+        recorder.cell(number, name, transformed_code if raw_code is None else raw_code)
+        return name
+
+    shell.compile.cache = cell
+    watch = Watch(recorder.launched, is_communication, recorder.graph_nodes)
+    if backend.is_imported():
+        watch.install()
+    else:
+        # In the place of the watcher msdebug's extension set (it records MindSpore's start-up
+        # context): both run.
+        backend.watch_first_import(lambda: (backend.capture_pristine(), watch.install()))
+    return recorder
 
 
 def _rank_kernel():
@@ -74,9 +114,21 @@ def _rank_kernel():
             try:
                 return await super().do_execute(*args, **kwargs)  # a coroutine in ipykernel >= 6
             finally:
+                _wait_launched()
                 self._c_output.drain()
 
     return RankKernel
+
+
+def _wait_launched() -> None:
+    """The end of each cell on a rank: wait for the ops it launched (PyNative runs them
+    asynchronously), so that a collective is waited for in the cell that launched it, not in
+    whichever cell next reads a tensor. What a failed op raised goes to the cell's stderr."""
+    from ..backend.ranks import wait_launched
+
+    failed = wait_launched()
+    if failed:
+        print(failed, file=sys.stderr)
 
 
 def _from_a_notebook_front_end(shell) -> bool:

@@ -32,7 +32,11 @@ import zmq
 
 from ..errors import MsDebugError
 from ..interrupts import interruptible, protected
+from . import hangs
 from . import stacks as stack_reading
+from .flight import CELL_MARK, Flight, Record, read_flight
+from .hangs import Difference
+from .stacks import Place
 from .worker import _start_time, role_name
 
 __all__ = ["CellRun", "Pool", "RankResult", "RanksBusyError"]
@@ -40,6 +44,8 @@ __all__ = ["CellRun", "Pool", "RankResult", "RanksBusyError"]
 #: ``output(rank, kind, content)``: kind "stdout" or "stderr" with text, "display" with a MIME
 #: bundle (a result or a display of that rank), or "error" with the traceback of its error.
 OutputFn = Callable[[int, str, object], None]
+#: ``note(run, seconds)``: the cell has run ``seconds``; its busy ranks are placed, none is hung.
+NoteFn = Callable[["CellRun", float], None]
 
 _LOG_LINES = 12  # of a dead rank's worker_<rank>.log
 _LOG_TAIL_BYTES = 64 << 10
@@ -57,8 +63,8 @@ class RanksBusyError(MsDebugError):
 class RankResult:
     """How one rank ended a cell.
 
-    ``state``: "finished", "raised", "running" (still busy after the others, not in a
-    collective), "collective" (still busy, waiting in one), "dead" or "interrupted".
+    ``state``: "finished", "raised", "running" (still busy, computing), "collective" (still
+    busy, waiting in communication or for the ops it launched), "dead" or "interrupted".
     """
 
     rank: int
@@ -69,8 +75,10 @@ class RankResult:
     failed_at: str = ""  # the rank's own clock (ISO 8601) when it raised: the order of failures
     line: int = 0  # the cell line a busy rank is at, or where the error was raised
     code: str = ""  # that line's code
-    collective: str = ""  # the collective a busy rank waits in
+    collective: str = ""  # the communication op a busy rank's stack is in
     stacks: str = ""  # its Python stacks (faulthandler), for a busy rank
+    place: Place | None = None  # where a busy rank is (its stacks, read)
+    pending: Record | None = None  # a busy rank's record where the ranks differ, or the last it launched
     frame: str = ""  # a busy rank's innermost frame, when it is outside the cell
     exit: str = ""  # how a dead rank ended ("killed by SIGSEGV", "exit status 3")
     log: str = ""  # the last lines of a dead rank's worker log
@@ -83,6 +91,8 @@ class CellRun:
     results: list[RankResult]
     hang_after: float
     interrupted: bool = False
+    why: str = ""  # why the busy ranks are a deadlock
+    difference: Difference | None = None  # the first place where the ranks' communication differs
 
     @property
     def failures(self) -> list[RankResult]:
@@ -101,6 +111,24 @@ class CellRun:
     @property
     def ok(self) -> bool:
         return all(r.state == "finished" for r in self.results)
+
+
+@dataclass
+class _Cell:
+    """One cell being waited for."""
+
+    requests: dict[int, str]
+    results: dict[int, RankResult]
+    show: OutputFn
+    run: CellRun
+    sent: str
+    note: NoteFn | None
+    schedule: hangs.Schedule
+
+
+def _pending(difference: Difference | None, rank: int) -> Record | None:
+    """A busy rank's record where the ranks differ (None when it never got there)."""
+    return difference.records.get(rank) if difference is not None else None
 
 
 def _free_port() -> int:
@@ -340,16 +368,20 @@ class Pool:
         output: OutputFn | None = None,
         hang_after: float = 30.0,
         count: int | None = None,
+        note: NoteFn | None = None,
     ) -> CellRun:
         """Run ``code`` on ``ranks`` (all by default) at once; ``output(rank, kind, content)`` gets
         each stream and display as it comes.
 
         ``code`` is the cell below its ``%%msrun`` line: line numbers in tracebacks and stacks are
         the notebook cell's, and with ``count`` (the notebook's execution count) the cell is
-        named as the notebook names it. Returns when every rank is idle again or dead, or when
-        some ranks are done and the others are still busy ``hang_after`` seconds later: those
-        are reported with where they are (they go on running, and stay busy for later cells).
-        A first Ctrl-C interrupts every rank and waits for them; a second one stops waiting.
+        named as the notebook names it. Returns when every rank is idle again or dead, or on a
+        deadlock (:func:`msdebug.ranks.hangs.judge`): the busy ranks are then reported with where
+        they are and where the ranks' collectives differ (they stay busy for later cells). A
+        rank that is merely slower is not a deadlock: ``note(run, seconds)`` is told where the
+        busy ranks are, ``hang_after`` seconds after the cell started (or after a rank was done),
+        then less and less often, and the wait goes on. A first Ctrl-C interrupts every rank and
+        waits for them; a second one stops waiting.
 
         Raises
         ------
@@ -370,7 +402,7 @@ class Pool:
         # numbers of tracebacks and stacks the notebook's (IPython drops leading empty lines). A
         # cell magic inside (%%msprint) must stay first: then the ranks count from line 2.
         nested = code.lstrip().startswith("%%")
-        sent, offset = (code, 1) if nested else ("# %%msrun\n" + code, 0)
+        sent, offset = (code, 1) if nested else (CELL_MARK + code, 0)
         requests = {}
         for rank in chosen:
             if not self.alive(rank):
@@ -386,65 +418,86 @@ class Pool:
                 self._mark_dead(results[rank])
         run = CellRun([results[rank] for rank in chosen], hang_after)
         self._offset = offset
-        self._wait(requests, results, show, hang_after, run, sent)
+        self._wait(_Cell(requests, results, show, run, sent, note, hangs.Schedule(hang_after, time.monotonic())))
         return run
 
-    def _wait(self, requests, results, show, hang_after, run, sent) -> None:
+    def _wait(self, cell: _Cell) -> None:
         """Take every rank's messages as they come until each is idle or dead, with the hang
-        watch: ``hang_after`` seconds after the cell started, and again after each look, the
-        busy ranks are placed (their stacks); once one rank is done, or waits in a collective
-        while another is busy elsewhere (computing, or in another collective), the busy ones are
-        reported and the wait ends."""
-        waiting = set(requests)
+        watch (:class:`msdebug.ranks.hangs.Schedule` says when to look): the cell ends early
+        only on a deadlock."""
+        waiting = set(cell.requests)
         poller, sockets, pidfds = self._poller(waiting)
-        watch = [time.monotonic() + hang_after]  # when to look at the busy ranks next
         interrupts = 0
         while waiting:
             # A Ctrl-C may land anywhere in here: each message is taken whole (protected), and
             # the interrupt is then raised between two of them, where it is caught.
             try:
-                if self._step(poller, sockets, pidfds, waiting, requests, results, show, hang_after, run, sent, watch):
+                if self._step(poller, sockets, pidfds, waiting, cell):
                     return
             except KeyboardInterrupt:
                 interrupts += 1
-                run.interrupted = True
+                cell.run.interrupted = True
                 if interrupts > 1:  # the second Ctrl-C: stop waiting; the ranks stay busy
                     raise
                 self.interrupt(sorted(waiting))
-        if run.interrupted:
+        if cell.run.interrupted:
             raise KeyboardInterrupt
 
-    def _step(self, poller, sockets, pidfds, waiting, requests, results, show, hang_after, run, sent, watch) -> bool:
+    def _step(self, poller, sockets, pidfds, waiting: set[int], cell: _Cell) -> bool:
         """One wait for messages, a death or the hang watch; True when the cell is reported hung."""
+        schedule = cell.schedule
         now = time.monotonic()
-        if now >= watch[0]:
-            if self._hung(waiting, results, sent, done=len(waiting) < len(requests)):
-                return True
-            watch[0] = time.monotonic() + hang_after
-            return False
-        for key in _poll(poller, (watch[0] - now) * 1000):
+        if now >= schedule.check_at and not cell.run.interrupted:
+            return self._look(waiting, cell)
+        for key in _poll(poller, max(0.0, schedule.check_at - now) * 1000):
             if key in pidfds:  # a rank died
                 rank = pidfds.pop(key)
                 poller.unregister(key)
-                self._mark_dead(results[rank])
+                self._mark_dead(cell.results[rank])
                 waiting.discard(rank)
                 self._idle(rank)
-            elif self._drain(sockets[key], requests[sockets[key]], results[sockets[key]], show, run.interrupted):
+                schedule.rank_done(time.monotonic())
+            elif self._drain(sockets[key], cell.requests[sockets[key]], cell.results[sockets[key]], cell.show,
+                             cell.run.interrupted):  # fmt: skip
                 waiting.discard(sockets[key])
-            if len(waiting) < len(requests):  # a rank is done: the others get hang_after from now at most
-                watch[0] = min(watch[0], time.monotonic() + hang_after)
+                schedule.rank_done(time.monotonic())
         return False
 
-    def _hung(self, waiting: set[int], results: dict, sent: str, done: bool) -> bool:
-        """Place every busy rank; True (a hang) when some rank is done, or waits in a collective
-        while another is busy outside it. Ranks that all compute are left to go on."""
-        for rank in waiting:
-            self._place(results[rank], sent)
-        states = {results[rank].state for rank in waiting}
-        places = {(results[rank].line, results[rank].collective) for rank in waiting}
-        return (
-            done or ("collective" in states and "running" in states) or (states == {"collective"} and len(places) > 1)
-        )
+    def _look(self, waiting: set[int], cell: _Cell) -> bool:
+        """The hang watch's look at the busy ranks: their flight records always, their stacks
+        only for a report or a note that is due. True (and the busy ranks placed) on a deadlock."""
+        schedule, now = cell.schedule, time.monotonic()
+        flights = self.flights()
+        states = {rank: hangs.RankNow(rank, rank in waiting) for rank in self.ranks}
+        verdict = hangs.judge(states, flights)
+        due = schedule.stacks_due(now)
+        if verdict.deadlock or due:
+            for rank in sorted(waiting):
+                self._place(cell.results[rank], cell.sent, flights.get(rank))
+            states = {rank: hangs.RankNow(rank, rank in waiting, cell.results[rank].place if rank in waiting else None)
+                      for rank in self.ranks}  # fmt: skip
+            verdict = hangs.judge(states, flights)
+        if verdict.deadlock:
+            cell.run.why, cell.run.difference = verdict.why, verdict.difference
+            for rank in waiting:
+                result = cell.results[rank]
+                result.pending = _pending(verdict.difference, rank)
+                if result.pending is not None and result.place is not None and result.place.waiting:
+                    result.state = "collective"  # a graph run waits in its collective
+            return True
+        schedule.checked(time.monotonic(), stacks_read=due)
+        if due and cell.note is not None:
+            cell.note(cell.run, now - schedule.start)
+        return False
+
+    def flights(self) -> dict[int, Flight]:
+        """Every rank's flight records now (a rank whose file cannot be read is left out)."""
+        found = {}
+        for rank in self.ranks:
+            flight = read_flight(self.dir / f"{role_name(rank)}.flight", rank)
+            if flight is not None:
+                found[rank] = flight
+        return found
 
     def _poller(self, ranks) -> tuple[zmq.Poller, dict, dict]:
         poller = zmq.Poller()
@@ -530,37 +583,36 @@ class Pool:
         result.exit = ended or "ended"
         result.log = self.log_tail(result.rank)
 
-    def _place(self, result: RankResult, sent: str) -> None:
-        """Where a rank still busy after the others is: its stacks, its cell line, and the
-        collective it waits in, if any."""
+    def _place(self, result: RankResult, sent: str, flight: Flight | None = None) -> None:
+        """Where a busy rank is: its stacks, its cell line, what it waits in, and the innermost
+        line of the person's code when that is elsewhere (an earlier cell's function)."""
         result.stacks = self.stacks(result.rank)
-        place = stack_reading.place(result.stacks, sent, self._offset)
-        result.line, result.code, result.collective, result.frame = (
-            place.line,
-            place.code,
-            place.collective,
-            place.frame,
-        )
-        result.state = "collective" if place.collective else "running"
+        if flight is not None and flight.running:
+            place = stack_reading.place(result.stacks, sent, self._offset, flight.running, flight.cells)
+        else:
+            place = stack_reading.place(result.stacks, sent, self._offset)
+        result.place = place
+        result.line, result.code, result.collective, result.frame = place.line, place.code, place.op, place.frame
+        result.state = "collective" if place.waiting and place.waiting != stack_reading.GRAPH else "running"
 
     def stacks(self, rank: int, timeout: float = 10.0) -> str:
-        """The Python stacks of every thread of ``rank`` now (faulthandler, on SIGUSR1)."""
+        """The Python stacks of every thread of ``rank`` now (faulthandler, on SIGUSR1). The rank
+        appends to its ``.stacks`` file, which is emptied first: it holds one dump at most."""
         path = self.dir / f"rank{rank}.stacks"
         try:
-            before = path.stat().st_size
+            os.truncate(path, 0)
             os.kill(self.pids[rank], signal.SIGUSR1)
         except (OSError, KeyError):
             return ""
         deadline = time.monotonic() + timeout
-        size = before
+        size = 0
         while time.monotonic() < deadline:  # until the dump has stopped growing
             time.sleep(0.05)
             now = path.stat().st_size
-            if now > before and now == size:
+            if now and now == size:
                 break
             size = now
         with open(path, encoding="utf-8", errors="replace") as handle:
-            handle.seek(before)
             return handle.read(1 << 20)
 
     def wait_idle(

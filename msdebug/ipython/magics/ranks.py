@@ -31,7 +31,7 @@ MSRUN = Spec(
     cell=Form(
         options=(
             Option("--ranks", "0,2", "only these ranks"),
-            Option("--hang-after", "S", "seconds the others may stay busy once one rank is done (default 30)"),
+            Option("--hang-after", "S", "seconds before busy ranks are looked at, and between looks (default 30)"),
         )
     ),
 )
@@ -172,7 +172,7 @@ class MsrunMagics(Magics):
         return None
 
     def _cell(self, args: Parsed) -> None:
-        from ...views.ranks import summary, text_report
+        from ...views.ranks import note, summary, text_report
         from ..ranks import RankOutput
 
         if _pool is None:
@@ -188,7 +188,10 @@ class MsrunMagics(Magics):
         output = RankOutput(self.shell, ranks if ranks is not None else _pool.ranks)
         try:
             # IPython counts a cell before running it: this cell is the one before the count.
-            run = _pool.execute(args.cell, ranks, output, hang_after, count=self.shell.execution_count - 1)
+            run = _pool.execute(
+                args.cell, ranks, output, hang_after, count=self.shell.execution_count - 1,
+                note=lambda run, seconds: print(note(run, seconds), file=sys.stderr, flush=True),
+            )  # fmt: skip
         finally:
             output.close()
         output.close({r.rank: r.state for r in run.results})
