@@ -12,6 +12,7 @@ a data dump (GRAPH) and compares.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import linecache
@@ -283,10 +284,20 @@ class Side(HookedCell):
             self.run = run_from_new_iterations(self.dump_path, self._before, self.label, self.session.job_rank)
 
 
+_UNCLAIMED: set[Path] = set()  # scratch folders no report holds yet: removed at exit at the latest
+
+
 def _remove_scratch(path: Path) -> None:
     import shutil
 
+    _UNCLAIMED.discard(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+@atexit.register
+def _remove_unclaimed() -> None:
+    for path in list(_UNCLAIMED):
+        _remove_scratch(path)
 
 
 def _to_disk(run: Run) -> Run:
@@ -377,7 +388,9 @@ class DiffSession:
 
             self._holders = restorable(namespace, restore)  # a bad name fails before the cell runs
         self.scratch = Path(tempfile.mkdtemp(prefix="msdebug-diff-"))
-        self._scratch_goes = weakref.finalize(self, _remove_scratch, self.scratch)  # also at exit
+        # Not a finalizer on the session: sessions are garbage in cycles (their sides), and a
+        # collection may run one anywhere, inside a profile hook too (a crash of CPython 3.11's).
+        _UNCLAIMED.add(self.scratch)
         self._snapshot = None
         if how == "repeat":
             self.sides = [Side(self, "first run"), Side(self, "second run")]
@@ -397,6 +410,7 @@ class DiffSession:
         import shutil
 
         shutil.rmtree(self.scratch, ignore_errors=True)
+        _UNCLAIMED.discard(self.scratch)
         saved = self.save_dir
         if saved is not None and saved.is_dir() and not (saved / RUN_FILE).exists():
             shutil.rmtree(saved, ignore_errors=True)
@@ -452,12 +466,12 @@ class DiffSession:
 
         runs = [side.run for side in self.sides]
         if any(run is None for run in runs):
-            self._scratch_goes()
+            _remove_scratch(self.scratch)
             return None
         if self.save is not None and runs[0].kind == "data dump":
             runs[0] = save_run(runs[0], self.save_dir, self.run_label(self.sides[0]))
         if self.how == "save":
-            self._scratch_goes()
+            _remove_scratch(self.scratch)
             return SavedRun(runs[0], self.save or "")
         if self.how == "against":
             a, b = runs[0], self.reference
@@ -475,7 +489,7 @@ class DiffSession:
         if self._snapshot is not None:
             report.restored, report.restored_nothing = self._snapshot.summary, not self._snapshot.count
         report.notes[:0] = notes
-        self._scratch_goes.detach()
+        _UNCLAIMED.discard(self.scratch)
         weakref.finalize(report, _remove_scratch, self.scratch)  # the walker reads it while the report lives
         return report
 
