@@ -88,8 +88,7 @@ class CellFiles:
             name = self.shell.compile.get_code_name(raw, raw, self.shell.execution_count)
         except Exception:  # noqa: BLE001 - a compiler without file names: nothing to do
             return
-        lines = raw.splitlines()
-        cells.remember_blank(name, len(lines) - len(leading_empty_lines(lines)))  # IPython drops them
+        self._remember_blank(raw)
         if not os.path.isabs(name) or os.path.exists(name):
             return  # terminal IPython names cells <ipython-input-...>; nothing on disk to fix
         try:
@@ -99,6 +98,23 @@ class CellFiles:
         except OSError:
             return
         self.created.append(name)
+
+    def _remember_blank(self, raw: str) -> None:
+        """The empty lines the cell starts with, which IPython drops before it compiles the cell,
+        under each name the compiled cell may have: ipykernel's hashes the cell as typed, a
+        terminal's the compiled code and its number, which IPython 9 counts before this hook."""
+        lines = raw.splitlines()
+        blank = len(lines) - len(leading_empty_lines(lines))
+        if not blank:
+            return
+        try:
+            compiled = self.shell.transform_cell(raw)
+            count = self.shell.execution_count
+            names = {self.shell.compile.get_code_name(raw, compiled, number) for number in (count, count - 1)}
+        except Exception:  # noqa: BLE001 - a cell IPython cannot transform fails on its own; nothing to note
+            return
+        for name in names:
+            cells.remember_blank(name, blank)
 
     def remove_all(self) -> None:
         for name in self.created:
