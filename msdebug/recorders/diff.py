@@ -315,8 +315,11 @@ def _to_disk(run: Run) -> Run:
                 if ref.values is None or ref.path is None:
                     continue
                 if ref.path not in written:
-                    with open(ref.path, "xb") as handle:  # a new file in msdebug's own scratch folder
-                        np.save(handle, ref.values, allow_pickle=False)
+                    try:
+                        with open(ref.path, "xb") as handle:  # a new file in msdebug's own scratch folder
+                            np.save(handle, ref.values, allow_pickle=False)
+                    except OSError:  # a full disk: the values stay in memory, the report stays whole
+                        continue
                     written.add(ref.path)
                 refs[position] = replace(ref, values=None)
     return run
