@@ -280,7 +280,7 @@ def _inner_primitives() -> list[tuple[Any, str, Callable]]:
             and name.endswith("Prim")
             and "__call__" in vars(value)
         ):
-            plan.append((value, "__call__", _named(vars(value)["__call__"], name[len("_Pyboost") : -len("Prim")])))
+            plan.append((value, "__call__", _primitive(vars(value)["__call__"], name[len("_Pyboost") : -len("Prim")])))
     return plan
 
 
@@ -326,25 +326,15 @@ def _function(original: Callable, op_type: str) -> Callable:
     return function
 
 
-def _named(original: Callable, op_type: str) -> Callable:
+def _primitive(original: Callable, op_type: str = "") -> Callable:
+    """A primitive's ``__call__``, reported as ``op_type`` or, without one, as its class's name."""
+
     @functools.wraps(original)
     def __call__(prim, *args, **kwargs):
         output = original(prim, *args, **kwargs)
         hooks = _current
         if hooks is not None and not hooks.busy:
-            hooks._report(op_type, args, output)
-        return output
-
-    return __call__
-
-
-def _primitive(original: Callable) -> Callable:
-    @functools.wraps(original)
-    def __call__(prim, *args, **kwargs):
-        output = original(prim, *args, **kwargs)
-        hooks = _current
-        if hooks is not None and not hooks.busy:
-            hooks._report(type(prim).__name__, args, output)
+            hooks._report(op_type or type(prim).__name__, args, output)
         return output
 
     return __call__

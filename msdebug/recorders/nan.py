@@ -173,23 +173,9 @@ class NanWatch:
         if held and following:
             self._follow_first_in(op_type, inputs, outputs, states)
 
-    def _state(self, tensor: Any) -> int:
-        """FINITE, INF or NAN; FINITE also when MindSpore cannot hand its values to numpy (counted)."""
-        from ..backend.hooks import to_numpy
-
-        try:
-            values = to_numpy(tensor)
-        except Exception:  # noqa: BLE001 - MindSpore raises TypeError or RuntimeError for such dtypes
-            self.unreadable += 1
-            return FINITE
-        self.tensors += 1
-        if is_finite(values):
-            return FINITE
-        return NAN if holds_nan(values) else INF
-
-    def _check(self, tensor: Any) -> bool | None:
-        """Whether ``tensor`` is finite; None when MindSpore cannot hand its values to numpy
-        (bfloat16, say), which is counted and said in the report."""
+    def _read(self, tensor: Any):
+        """The tensor's values, counted; None when MindSpore cannot hand them to numpy (bfloat16,
+        say), which is counted too and said in the report."""
         from ..backend.hooks import to_numpy
 
         try:
@@ -198,7 +184,19 @@ class NanWatch:
             self.unreadable += 1
             return None
         self.tensors += 1
-        return is_finite(values)
+        return values
+
+    def _state(self, tensor: Any) -> int:
+        """FINITE, INF or NAN; FINITE also when its values cannot be read."""
+        values = self._read(tensor)
+        if values is None or is_finite(values):
+            return FINITE
+        return NAN if holds_nan(values) else INF
+
+    def _check(self, tensor: Any) -> bool | None:
+        """Whether ``tensor`` is finite; None when its values cannot be read."""
+        values = self._read(tensor)
+        return None if values is None else is_finite(values)
 
     def _slot(self, label: str, tensor: Any) -> SlotStats:
         from ..backend.hooks import to_numpy
