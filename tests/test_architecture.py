@@ -228,6 +228,12 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ),
     ("ipython/ranks.py", "open(os.path.join(pool, f'rank{rank}.pid'), 'x', encoding='ascii')"): "writes a new pid file",
     ("ranks/worker.py", "open(temporary, 'w', encoding='utf-8')"): "writes how a rank ended, renamed into place",
+    ("ranks/worker.py", "os.open(os.path.join(pool, f'{stem}.ended'), os.O_WRONLY | os.O_NONBLOCK)"): (
+        "the write end of the FIFO the pool made: held open, never written"
+    ),
+    ("ranks/pool.py", "os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)"): (
+        "the read end of a FIFO the pool made in its own directory (mkdtemp, 0700): never read"
+    ),
     ("ranks/worker.py", "open(os.path.join(pool, f'{stem}.supervisor'), 'w', encoding='ascii')"): (
         "writes a supervisor's pid"
     ),

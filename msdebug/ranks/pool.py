@@ -7,8 +7,10 @@ output to a callback as it arrives, rank by rank, in order, and returns a :class
 each rank ended, and which failed first. No IPython here: the magic
 (:mod:`msdebug.ipython.magics.ranks`) drives it.
 
-It waits on events only: one poll over every rank's iopub socket and a pidfd per rank (a
-rank that dies wakes it at once), with the hang watch's deadline as the only timeout.
+It waits on events only: one poll over every rank's iopub socket and, per rank, a pidfd or,
+where the system has none (``pidfd_open`` needs Linux 5.3; Ascend hosts run 4.19 or 3.10), the
+FIFO ``rank<R>.ended`` whose writer is the rank's supervisor: either wakes it at once when the
+rank dies. The hang watch's deadline is the only timeout.
 """
 
 from __future__ import annotations
@@ -188,7 +190,8 @@ class Pool:
         self.pids: dict[int, int] = {}
         self.busy: dict[int, str] = {}  # rank -> the msg_id of a cell it still runs
         self.on_busy = None  # called with the busy ranks whenever they change (the status bar)
-        self._pidfds: dict[int, int] = {}
+        self._pidfds: dict[int, int] = {}  # rank -> a pidfd of its process, where pidfd_open works
+        self._fifos: dict[int, int] = {}  # rank -> the read end of its supervisor's FIFO (see worker)
         self._offset = 0
 
     @property
@@ -244,6 +247,10 @@ class Pool:
     def start(self, timeout: float = 180.0) -> None:
         """Start msrun and connect to every rank; raises with msrun's own words when it fails."""
         env = self.environment()
+        for rank in self.ranks:  # open before msrun starts: a supervisor opens its end at once
+            fifo = self.dir / f"{role_name(rank)}.ended"
+            os.mkfifo(fifo, 0o600)
+            self._fifos[rank] = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         log = open(self.dir / "msrun.log", "xb")  # noqa: SIM115 - msrun writes into it while it runs
         with log:
             self.process = subprocess.Popen(
@@ -281,7 +288,7 @@ class Pool:
         self.pids[rank] = int((self.dir / f"rank{rank}.pid").read_text(encoding="ascii"))
         try:
             self._pidfds[rank] = os.pidfd_open(self.pids[rank])
-        except OSError:  # it died right after its first answer: the poll finds it dead
+        except OSError:  # no pidfds here (or it has died already): its supervisor's FIFO tells
             pass
         return client
 
@@ -351,14 +358,14 @@ class Pool:
             return ""
 
     def alive(self, rank: int) -> bool:
-        pid = self.pids.get(rank)
-        if pid is None or self.exit_of(role_name(rank)):
+        if rank not in self.pids or self.exit_of(role_name(rank)):
             return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        fd = self._pidfds.get(rank, self._fifos.get(rank))
+        if fd is None:
             return False
-        return True
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return not poller.poll(0)  # readable (or hung up): it has ended
 
     # -- running cells
     def execute(
@@ -506,7 +513,7 @@ class Pool:
             socket_ = self.clients[rank].iopub_channel.socket
             poller.register(socket_, zmq.POLLIN)
             sockets[socket_] = rank
-            fd = self._pidfds.get(rank)
+            fd = self._pidfds.get(rank, self._fifos.get(rank))
             if fd is not None:
                 poller.register(fd, zmq.POLLIN)
                 pidfds[fd] = rank
@@ -667,7 +674,9 @@ class Pool:
             for stem, pid in supervisors.items():
                 if stem in busy:
                     _signal(pid, signal.SIGKILL, group=True)  # msrun gave each rank a session of its own
-            _wait_ended([pid for stem, pid in supervisors.items() if stem not in busy], timeout)
+            # A supervisor opens its FIFO before it names itself, and ends after it wrote the exit.
+            ends = {role_name(rank): fd for rank, fd in self._fifos.items()}
+            _wait_ended([ends[stem] for stem in supervisors if stem in ends and stem not in busy], timeout)
         finally:
             for stem, pid in supervisors.items():
                 if not self.exit_of(stem):
@@ -675,8 +684,9 @@ class Pool:
             if self.process is not None:
                 _signal(self.process.pid, signal.SIGKILL, group=True)  # the scheduler, in msrun's group
                 self.process.wait(timeout=timeout)
-            while self._pidfds:
-                os.close(self._pidfds.popitem()[1])
+            for fds in (self._pidfds, self._fifos):
+                while fds:
+                    os.close(fds.popitem()[1])
             self.clients.clear()
             self.busy.clear()
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -710,28 +720,18 @@ def _poll(poller: zmq.Poller, timeout_ms: float) -> list:
 
 
 @interruptible
-def _wait_ended(pids: Sequence[int], timeout: float) -> None:
-    """Wait until every process of ``pids`` has ended, or ``timeout`` seconds (pidfds, no timer);
-    Ctrl-C ends the wait."""
-    fds = []
-    for pid in pids:
-        try:
-            fds.append(os.pidfd_open(pid))
-        except OSError:  # already gone
-            continue
-    try:
-        poller = select.poll()
-        for fd in fds:
-            poller.register(fd, select.POLLIN)
-        waiting = len(fds)
-        deadline = time.monotonic() + timeout
-        while waiting and (left := deadline - time.monotonic()) > 0:
-            for fd, _ in poller.poll(left * 1000):
-                poller.unregister(fd)
-                waiting -= 1
-    finally:
-        for fd in fds:
-            os.close(fd)
+def _wait_ended(fds: Sequence[int], timeout: float) -> None:
+    """Wait until every one of ``fds`` (each readable once its process has ended) is readable,
+    or ``timeout`` seconds, with no timer; Ctrl-C ends the wait."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    waiting = len(fds)
+    deadline = time.monotonic() + timeout
+    while waiting and (left := deadline - time.monotonic()) > 0:
+        for fd, _ in poller.poll(left * 1000):
+            poller.unregister(fd)
+            waiting -= 1
 
 
 def _signal(pid: int, number: int, group: bool = False) -> None:

@@ -8,7 +8,12 @@ msrun runs the task script once as the scheduler (``MS_ROLE=MS_SCHED``) and once
   so nobody else could learn a crashed rank's exit status). It also ends the job when the
   notebook's kernel is gone (its pid and start time are in ``MSDEBUG_PARENT``): msrun's
   processes are not the kernel's children, so nothing else would end them after a kernel is
-  killed. It waits on both processes at once (pidfds), with no timer;
+  killed. It holds the write end of ``<pool>/<role>.ended``, a FIFO the pool reads: the pool
+  learns of its end (so of the rank's) without a pidfd. No pidfd is needed here either, since
+  ``pidfd_open`` needs Linux 5.3 and Ascend hosts run 4.19 or 3.10 (and a container's seccomp
+  profile may refuse it): a thread waits for the real process with ``waitpid``, and the
+  kernel's end is seen through a pidfd where there is one, else by reading its start time
+  every ``_PARENT_POLL_S`` seconds (a reused pid has another);
 * the real one. A worker becomes an IPython kernel with msdebug loaded, whose connection file
   it writes as ``<pool>/rank<R>.json`` (its pid in ``rank<R>.pid``): the notebook's kernel
   connects to it as JupyterLab connects to a kernel. The person's cells call
@@ -25,10 +30,12 @@ import os
 import select
 import signal
 import sys
+import threading
 
 __all__ = ["main", "parent_alive", "role_name"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PARENT_POLL_S = 0.5  # how often the kernel's start time is read where no pidfd tells of its end
 
 
 def _start_time(pid: int) -> str:
@@ -58,18 +65,30 @@ def role_name(rank: str | int | None) -> str:
 
 
 def _parent_fd(parent: str) -> int | None:
-    """A pidfd of the notebook kernel, or None when it is already gone (or never was named)."""
-    pid, _, _ = parent.partition(":")
-    if not parent_alive(parent):
-        return None
+    """A pidfd of the notebook kernel ``"<pid>:<start time>"`` (alive when asked), or None where
+    the system has none (Linux before 5.3, a seccomp profile): then its start time tells."""
     try:
-        fd = os.pidfd_open(int(pid))
+        fd = os.pidfd_open(int(parent.partition(":")[0]))
     except OSError:
         return None
-    if not parent_alive(parent):  # the pid was reused between the check and the open
+    if not parent_alive(parent):  # the pid was reused before the open: the pidfd is another's
         os.close(fd)
         return None
     return fd
+
+
+def _waiter(child: int) -> tuple[int, list[int]]:
+    """A pipe that becomes readable once ``child`` has ended, and the list its ``waitpid``
+    status goes into first: a thread waits for it (a pidfd would need Linux 5.3)."""
+    read, write = os.pipe()
+    status: list[int] = []
+
+    def wait() -> None:
+        status.append(os.waitpid(child, 0)[1])
+        os.write(write, b"x")
+
+    threading.Thread(target=wait, name="msdebug-waitpid", daemon=True).start()
+    return read, status
 
 
 def _describe(status: int) -> dict:
@@ -90,25 +109,25 @@ def _supervise(pool: str, stem: str, child: int, parent: str) -> int:
     status msrun sees."""
     for number in _FORWARDED:  # a signal to this process is meant for the real one
         signal.signal(number, lambda signum, frame: os.kill(child, signum))
-    child_fd = os.pidfd_open(child)
-    parent_fd = _parent_fd(parent) if parent else None
+    ended, status = _waiter(child)
     poller = select.poll()
-    poller.register(child_fd, select.POLLIN)
+    poller.register(ended, select.POLLIN)
+    orphaned = bool(parent) and not parent_alive(parent)
+    parent_fd = _parent_fd(parent) if parent and not orphaned else None
     if parent_fd is not None:
         poller.register(parent_fd, select.POLLIN)
-    orphaned = bool(parent) and parent_fd is None
+    watched = bool(parent) and parent_fd is None  # no pidfd of the kernel: read its start time
     while not orphaned:
-        ready = {fd for fd, _ in poller.poll()}
-        if child_fd in ready:
+        ready = {fd for fd, _ in poller.poll(_PARENT_POLL_S * 1000 if watched else None)}
+        if ended in ready:
             break
-        orphaned = parent_fd in ready
+        orphaned = parent_fd in ready or (watched and not parent_alive(parent))
     if orphaned:
         # The kernel is gone: end the real process and whatever it started (this process
         # group: msrun gave each process a session of its own), then this one.
         _write_exit(pool, stem, {"text": "ended: the notebook's kernel is gone"})
         os.killpg(0, signal.SIGKILL)
-    _, status = os.waitpid(child, 0)
-    described = _describe(status)
+    described = _describe(status[0])
     _write_exit(pool, stem, described)
     return described.get("exit", 128 + described.get("signal", 0))
 
@@ -140,6 +159,10 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    try:  # held until this process ends (the fork above does not have it), opened before it is named
+        os.open(os.path.join(pool, f"{stem}.ended"), os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        pass  # no FIFO (the scheduler has none), or no pool reading it any more
     with open(os.path.join(pool, f"{stem}.supervisor"), "w", encoding="ascii") as handle:
         handle.write(str(os.getpid()))
     return _supervise(pool, stem, child, os.environ.get("MSDEBUG_PARENT", ""))
