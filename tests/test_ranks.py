@@ -184,6 +184,26 @@ def test_c_level_output_and_stderr_stay_with_their_rank_in_order(ranks):
             ]
 
 
+def test_c_code_that_writes_4_mb_in_one_call_holding_the_gil_does_not_block_its_rank(ranks):
+    """More than a pipe holds (1 MiB), in one write() from C with the GIL held (ctypes' PyDLL
+    keeps it): the rank's output forwarding, a Python thread, cannot run until the write
+    returns, so the write must not wait for it. Every line arrives, in order."""
+    count = (4 << 20) // 100 + 1
+    code = (
+        "%%msrun --ranks 0\nimport ctypes, sys\n"
+        f"data = b''.join(b'%07d' % i + b'x' * 92 + b'\\n' for i in range({count}))\n"
+        "written = ctypes.PyDLL(None).write(1, data, len(data))\n"
+        "print('wrote', written, 'of', len(data), file=sys.stderr)\n"
+    )
+    ranks.broken = True  # a rank blocked in that write stays blocked: only a restart frees it
+    status, outputs = ranks.run(code, timeout=120)
+    assert status == "ok", outputs[-3:]
+    assert _stderr(outputs) == f"[rank 0] wrote {100 * count} of {100 * count}\n", outputs[-3:]
+    lines = text_of(outputs, "stream", "stdout").splitlines()
+    assert lines == [f"[rank 0] {i:07d}{'x' * 92}" for i in range(count)], (len(lines), lines[:1], lines[-1:])
+    ranks.broken = False
+
+
 def test_the_print_operator_on_each_rank_is_captured_with_msprint(ranks):
     code = "%%msrun\n%%msprint\nops.Print()('rank says', ms.Tensor(np.full(2, get_rank(), np.int32)))\n"
     status, outputs = ranks.run(code)
