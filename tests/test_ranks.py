@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import no_pidfd
 import pytest
 from test_status import Frontend, states
 
-from helpers import Kernel, text_of
+from helpers import Kernel, fresh_shell, text_of
 
 #: How the tests about deaths and orphans run: with pidfds, and with ``pidfd_open`` failing with
 #: ENOSYS in the kernel, msrun and the ranks (Linux before 5.3, or a container's seccomp profile).
@@ -349,7 +350,9 @@ def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("%msrun start -n x", "-n is a whole number of ranks from 1, got 'x'"),
+        ("%msrun start -n x", "-n is a whole number of ranks from 1 to 4096, got 'x'"),
+        ("%msrun start --master-port 70000", "--master-port is a port number from 1 to 65535, got '70000'"),
+        ("%msrun start --start-timeout 0", "--start-timeout is a whole number from 1 to 86400, got '0'"),
         ("%msrun start", "2 ranks run already"),
         ("%%msrun --ranks 0,5\nprint(1)", "the ranks here are 0 to 1; got '0,5'"),
         ("%%msrun --ranks a\nprint(1)", "--ranks is a comma-separated list of ranks"),
@@ -362,6 +365,132 @@ def test_bad_input_is_one_line(ranks, line, expected):
     assert status == "error"
     error = _error_line(outputs)
     assert expected in error and "\n" not in error, error
+
+
+def test_start_options_that_cannot_work_are_one_line_before_anything_starts():
+    """Checked before msrun starts (no rank, no directory, no port): several hosts without the
+    scheduler's address, msrun flags the installed msrun does not have (its own --help says
+    which) or that %msrun sets, a device list that is not one per rank; and --start-timeout
+    replaces the 180 s: a scheduler cannot import MindSpore in 1 s, and what was started is
+    killed at once."""
+    lines = fresh_shell(
+        """
+        import glob, tempfile, time
+        ip.run_line_magic("load_ext", "msdebug")
+        before = set(glob.glob(tempfile.gettempdir() + "/msdebug-ranks-*"))
+        for line in [
+            "start -n 2 --worker-num 4 --node-rank 0",
+            "start -n 2 --worker-num 4 --node-rank 0 --master-addr 10.0.0.1",
+            'start -n 2 --msrun-args "--bind_cor=True"',
+            'start -n 2 --msrun-args "--master_port 9000"',
+            'start -n 2 --msrun-args "True"',
+            "start -n 2 --devices 4",
+            "start -n 2 --devices 4,4",
+            'start -n 1 --msrun-args "--sim_level 7"',
+        ]:
+            try:
+                ip.run_line_magic("msrun", line)
+            except UsageError as error:
+                print(error)
+        print("left:", sorted(set(glob.glob(tempfile.gettempdir() + "/msdebug-ranks-*")) - before))
+        started = time.monotonic()
+        try:
+            ip.run_line_magic("msrun", "start -n 1 --start-timeout 1")
+        except UsageError as error:
+            print(str(error).splitlines()[0])
+        print("took", time.monotonic() - started)
+        ip.run_line_magic("msrun", "status")
+        """
+    )
+    several = "4 ranks on several hosts need --master-addr and --master-port: where rank 0's scheduler listens"
+    assert lines[0].startswith(several) and lines[1].startswith(several), lines
+    assert lines[2].startswith("--msrun-args: the installed msrun has no flag '--bind_cor'; it has --bind_core,")
+    assert lines[2].endswith("Did you mean '--bind_core'?"), lines[2]
+    assert lines[3] == "--msrun-args: %msrun sets msrun's --master_port itself; use %msrun start --master-port."
+    assert lines[4] == "--msrun-args: 'True' is neither one of msrun's flags nor a flag's value."
+    assert lines[5] == "--devices names one device per rank on this host: 2, got '4'."
+    assert lines[6] == "--devices is a list of distinct device numbers, such as 4,5; got '4,4'."
+    assert lines[7] == "msrun refused its arguments: argument --sim_level: invalid choice: 7 (choose from 0, 1, 2, 3)"
+    assert lines[8] == "left: []"
+    assert re.fullmatch(
+        r"(rank 0 did not (start|answer)|msrun's scheduler did not listen on 127\.0\.0\.1:\d+) in time.*", lines[9]
+    )
+    # Ranks that never connected were never asked to end: killed at once, not given 10 s.
+    assert float(lines[10].split()[1]) < 6, lines[10]
+    assert lines[11:] == ["msrun: no ranks (`%msrun start -n 2` starts them)"], lines
+
+
+def test_devices_and_msrun_flags_reach_the_ranks_and_cpu_says_devices_do_nothing():
+    """--msrun-args goes to msrun as it is (--rank_table_file: msrun exports RANK_TABLE_FILE to
+    each rank); --devices on this CPU build is said to do nothing, and no rank is shown a device."""
+    kernel = Kernel()
+    try:
+        status, outputs = kernel.run(
+            '%load_ext msdebug\n%msrun start -n 2 --devices 4,5 --msrun-args "--rank_table_file /no/table.json"',
+            timeout=300,
+        )
+        assert status == "ok", outputs
+        shown = text_of(outputs, "stream", "stdout").splitlines()
+        assert shown[-3:] == [
+            "  rank 0: idle",
+            "  rank 1: idle",
+            "  --devices 4,5 has no effect: this MindSpore runs on CPU",
+        ], shown
+        status, outputs = kernel.run("%%msrun\nimport os\nprint(os.environ['RANK_TABLE_FILE'])")
+        assert sorted(text_of(outputs, "stream", "stdout").splitlines()) == [
+            "[rank 0] /no/table.json",
+            "[rank 1] /no/table.json",
+        ], outputs
+    finally:
+        kernel.run("%msrun stop", timeout=120)
+        kernel.close()
+
+
+def test_devices_set_the_visibility_variable_of_the_backend_and_name_each_rank_s_device(monkeypatch):
+    """What this CPU build cannot run: MindSpore for Ascend or GPU (device_target stands in)."""
+    from msdebug.backend import ranks as backend
+    from msdebug.ranks.pool import Pool
+
+    for target, variable in (("Ascend", "ASCEND_RT_VISIBLE_DEVICES"), ("GPU", "CUDA_VISIBLE_DEVICES")):
+        monkeypatch.setattr(backend, "device_target", lambda target=target: target)
+        pool = Pool(2, devices="5,4")
+        try:
+            assert pool.environment()[variable] == "5,4"
+            assert pool.device_of() == {0: 5, 1: 4} and pool.notes == []
+        finally:
+            pool.stop()
+
+
+def test_a_port_taken_before_the_scheduler_listens_is_replaced_and_a_given_one_is_one_line(monkeypatch):
+    """msdebug holds the port it chose until the scheduler listens on it; one taken all the same
+    (here: handed out taken) means a new launch on a new port. A port the person gave that is
+    taken is theirs to change."""
+    from msdebug.errors import MsDebugError
+    from msdebug.ranks import pool as pools
+
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        taken = taker.getsockname()[1]
+        given = pools.Pool(1, master_port=taken)
+        with pytest.raises(MsDebugError) as raised:
+            given.start()
+        assert str(raised.value) == (
+            f"--master-port {taken} is taken on this host: msrun's scheduler could not listen on it; choose another, "
+            "or leave it out for a free one."
+        )
+        assert not given.dir.exists()
+        free = pools._free_port
+        handed = iter([socket.socket(fileno=os.dup(taker.fileno()))])
+        monkeypatch.setattr(pools, "_free_port", lambda: next(handed, None) or free())
+        pool = pools.Pool(1)
+        assert pool.master_port == taken
+        try:
+            pool.start()
+            assert pool.master_port != taken and pool.scheduler == f"here, at 127.0.0.1:{pool.master_port}"
+            assert pool.notes == [f"  port {taken} was taken before the scheduler listened; now {pool.master_port}"]
+        finally:
+            pool.stop()
 
 
 # The test that leaves the job broken comes last: the next test to use it restarts it. Hangs and
@@ -491,34 +620,50 @@ def test_ctrl_c_while_stop_gives_idle_ranks_time_ends_the_wait_and_still_ends_th
         kernel.close()
 
 
-def test_two_msrun_launches_on_one_host_make_one_job_as_two_hosts_would():
+def test_two_msrun_launches_on_one_host_make_one_job_as_two_hosts_would(tmp_path):
     """Several hosts, tried on one: two kernels each start one rank of a 2-rank job, with
-    --worker-num, --node-rank and the same --master-addr and --master-port (the second msrun's
-    own scheduler cannot take the port; its rank joins the first one's)."""
+    --worker-num, --node-rank and the same --master-addr and --master-port. msrun starts the
+    scheduler on the host that has the master's address among its own: host 0 lists 127.0.0.2
+    (its `ip` says so, as a real scheduler host lists its address), host 1 does not, so only
+    host 0 starts one, and host 1's rank joins it over 127.0.0.2 (a loopback address every
+    Linux host answers as itself)."""
     from msdebug.ranks.pool import _free_port
 
-    port = _free_port()
-    hosts = [Kernel(), Kernel()]
-    try:
-        for node, kernel in enumerate(hosts):
-            status, outputs = kernel.run(
-                f"%load_ext msdebug\n%msrun start -n 1 --worker-num 2 --node-rank {node} "
-                f"--master-addr 127.0.0.1 --master-port {port}",
-                timeout=300,
+    interfaces = tmp_path / "ip"  # what `ip -j addr` says on host 0 (msrun asks it nothing else)
+    interfaces.write_text(
+        '#!/bin/sh\necho \'[{"ifname": "lo", "addr_info": [{"family": "inet", "local": "127.0.0.2"}]}]\'\n'
+    )
+    interfaces.chmod(0o755)
+    with _free_port() as reserved:  # held until the scheduler has it
+        port = reserved.getsockname()[1]
+        hosts = [Kernel(), Kernel()]
+        try:
+            status, outputs = hosts[0].run(
+                f"import os\nos.environ['PATH'] = {str(tmp_path)!r} + ':' + os.environ['PATH']"
             )
             assert status == "ok", outputs
-            assert f"  rank {node}: idle" in text_of(outputs, "stream", "stdout"), outputs
-        both = [
-            kernel.client.execute(
-                INIT + "\nprint(get_rank(), ops.AllReduce()(ms.Tensor(np.full(2, get_rank() + 1, np.float32))))"
-            )
-            for kernel in hosts
-        ]
-        for node, (kernel, msg_id) in enumerate(zip(hosts, both, strict=True)):
-            status, outputs = kernel.finish(msg_id, 300)
-            assert status == "ok", outputs
-            assert text_of(outputs, "stream", "stdout") == f"[rank {node}] {node} [3. 3.]\n", outputs
-    finally:
-        for kernel in hosts:
-            kernel.run("%msrun stop", timeout=120)
-            kernel.close()
+            for node, kernel in enumerate(hosts):
+                status, outputs = kernel.run(
+                    f"%load_ext msdebug\n%msrun start -n 1 --worker-num 2 --node-rank {node} "
+                    f"--master-addr 127.0.0.2 --master-port {port}",
+                    timeout=300,
+                )
+                assert status == "ok", outputs
+                shown = text_of(outputs, "stream", "stdout").splitlines()
+                assert f"  rank {node}: idle" in shown, outputs
+                on = f"here, at 127.0.0.2:{port}" if node == 0 else f"at 127.0.0.2:{port}, on another host"
+                assert f"  scheduler: {on}" in shown, shown
+            both = [
+                kernel.client.execute(
+                    INIT + "\nprint(get_rank(), ops.AllReduce()(ms.Tensor(np.full(2, get_rank() + 1, np.float32))))"
+                )
+                for kernel in hosts
+            ]
+            for node, (kernel, msg_id) in enumerate(zip(hosts, both, strict=True)):
+                status, outputs = kernel.finish(msg_id, 300)
+                assert status == "ok", outputs
+                assert text_of(outputs, "stream", "stdout") == f"[rank {node}] {node} [3. 3.]\n", outputs
+        finally:
+            for kernel in hosts:
+                kernel.run("%msrun stop", timeout=120)
+                kernel.close()

@@ -25,7 +25,7 @@ from typing import Any
 from .hooks import tensors_in
 from .process import _api_module, synchronize
 
-__all__ = ["Launch", "Watch", "serve_cluster", "wait_launched"]
+__all__ = ["Launch", "Watch", "device_target", "serve_cluster", "wait_launched"]
 
 
 def serve_cluster() -> None:
@@ -36,6 +36,33 @@ def serve_cluster() -> None:
     init()
     while True:
         signal.pause()
+
+
+@functools.cache
+def device_target() -> str:
+    """The device this MindSpore runs on when none is chosen ("Ascend", "GPU" or "CPU": the
+    backend whose plugin loads here), for ``%msrun start --devices``. Asked of a fresh
+    interpreter unless MindSpore is imported here already: importing it in the notebook's
+    kernel would be a side effect of starting ranks."""
+    import subprocess
+
+    from .version import is_imported
+
+    if is_imported():
+        import mindspore
+
+        return str(mindspore.get_context("device_target"))
+    asked = subprocess.run(
+        [sys.executable, "-c", "import mindspore; print(mindspore.get_context('device_target'))"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    said = asked.stdout.strip().splitlines()
+    if asked.returncode != 0 or not said:
+        from ..errors import MsDebugError
+
+        why = (asked.stderr.strip().splitlines() or [f"exit status {asked.returncode}"])[-1]
+        raise MsDebugError(f"--devices: MindSpore could not say which device it runs on: {why}")
+    return said[-1]
 
 
 # ----------------------------------------------------------------- the flight recorder's wrappers

@@ -7,6 +7,11 @@ output to a callback as it arrives, rank by rank, in order, and returns a :class
 each rank ended, and which failed first. No IPython here: the magic
 (:mod:`msdebug.ipython.magics.ranks`) drives it.
 
+On several hosts each host's notebook starts its own ranks with the same ``--master-addr`` and
+``--master-port``; msrun starts the job's scheduler on the host that has that address. Where it
+does, :meth:`Pool.start` waits until the scheduler listens, and starts again on a new port when
+the one msdebug chose was taken meanwhile (it holds the port until then, see :func:`_free_port`).
+
 It waits on events only: one poll over every rank's iopub socket and, per rank, a pidfd or,
 where the system has none (``pidfd_open`` needs Linux 5.3; Ascend hosts run 4.19 or 3.10), the
 FIFO ``rank<R>.ended`` whose writer is the rank's supervisor: either wakes it at once when the
@@ -15,10 +20,13 @@ rank dies. The hang watch's deadline is the only timeout.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
+import re
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -32,7 +40,8 @@ from pathlib import Path
 
 import zmq
 
-from ..errors import MsDebugError
+from ..errors import MsDebugError, did_you_mean, echo
+from ..files import ascii_number, read_regular
 from ..interrupts import interruptible, protected
 from . import hangs
 from . import stacks as stack_reading
@@ -55,6 +64,15 @@ _REPLY_S = 10.0  # for a rank's execute reply once its cell is idle (it is sent 
 #: The range of seconds between a rank's heartbeats (MindSpore's default: 3 to 5), unless set.
 _HEARTBEAT = ("MS_RETRY_INTERVAL_LOWER", "MS_RETRY_INTERVAL_UPPER")
 _ASK_AGAIN_S = 0.5  # a rank's first answers can be lost while its iopub subscription takes hold
+_PORT_TRIES = 3  # launches, each on a new port, when msrun's scheduler finds the one msdebug chose taken
+#: msrun's own flags that %msrun's options set (--msrun-args may not), and the option that does.
+_SET_BY_MSDEBUG = {
+    "--worker_num": "--worker-num", "--local_worker_num": "-n", "--master_addr": "--master-addr",
+    "--master_port": "--master-port", "--node_rank": "--node-rank", "--log_dir": "--log-dir",
+    "--cluster_time_out": "--cluster-time-out", "--join": "", "--help": "", "-h": "",
+}  # fmt: skip
+#: The variable that chooses which devices a process sees, for each MindSpore backend that has some.
+_VISIBLE_DEVICES = {"Ascend": "ASCEND_RT_VISIBLE_DEVICES", "GPU": "CUDA_VISIBLE_DEVICES"}
 
 
 class RanksBusyError(MsDebugError):
@@ -133,10 +151,107 @@ def _pending(difference: Difference | None, rank: int) -> Record | None:
     return difference.records.get(rank) if difference is not None else None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+class _PortTaken(MsDebugError):
+    """msrun's scheduler could not listen on its port: another process has it."""
+
+
+def _free_port() -> socket.socket:
+    """A socket that holds a port no one had, on every address, without listening: the pool keeps
+    it until it stops. Both it and MindSpore's scheduler set SO_REUSEADDR, so the scheduler can
+    bind the port, while anyone else who asks for a port, or binds this one, cannot have it in
+    the seconds the scheduler takes to start (as they could a port only probed, then let go)."""
+    reserved = socket.socket()
+    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    reserved.bind(("", 0))
+    return reserved
+
+
+@functools.cache
+def msrun_flags() -> tuple[str, ...]:
+    """The flags of the installed msrun, as its ``--help`` lists them (it imports MindSpore: a few
+    seconds, once per kernel)."""
+    try:
+        shown = subprocess.run([msrun_path(), "--help"], capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise MsDebugError(f"`msrun --help` failed: {error}") from None
+    flags = sorted(set(re.findall(r"(?m)^  (--[A-Za-z][\w-]*)", shown.stdout)))  # argparse's option lines
+    if shown.returncode != 0 or not flags:
+        raise MsDebugError(f"`msrun --help` listed no flags (exit status {shown.returncode}): {shown.stderr[-300:]}")
+    return tuple(flags)
+
+
+def _msrun_args(given: str | Sequence[str]) -> tuple[str, ...]:
+    """``--msrun-args``: msrun's own flags, each known to the installed msrun and not one that
+    msdebug sets (each with its value, after ``=`` or as the next word)."""
+    if not given:
+        return ()
+    try:
+        words = shlex.split(given) if isinstance(given, str) else list(given)
+    except ValueError as error:
+        raise MsDebugError(f"--msrun-args: {error} in {echo(given)}.") from None
+    flags = [flag for flag in msrun_flags() if flag not in _SET_BY_MSDEBUG]
+    value_next = False
+    for word in words:
+        if not word.startswith("-") and value_next:
+            value_next = False
+            continue
+        name, equals, _ = word.partition("=")
+        if not name.startswith("-"):
+            raise MsDebugError(f"--msrun-args: {echo(word)} is neither one of msrun's flags nor a flag's value.")
+        if name in _SET_BY_MSDEBUG:
+            ours = _SET_BY_MSDEBUG[name]
+            raise MsDebugError(
+                f"--msrun-args: %msrun sets msrun's {name} itself; use %msrun start {ours}."
+                if ours
+                else f"--msrun-args: {name} is not for the job %msrun starts."
+            )
+        if name not in flags:
+            raise MsDebugError(
+                f"--msrun-args: the installed msrun has no flag {echo(name)}; it has {', '.join(flags)}."
+                + did_you_mean(name, flags)
+            )
+        value_next = not equals
+    return tuple(words)
+
+
+def _devices(given: str | Sequence[int] | None, workers: int) -> tuple[int, ...] | None:
+    """``--devices 4,5``: one device number per rank on this host, each once."""
+    if given is None:
+        return None
+    parts = given.split(",") if isinstance(given, str) else [str(part) for part in given]
+    numbers = [ascii_number(part.strip(), 4095) for part in parts]
+    if None in numbers or len(set(numbers)) != len(numbers):
+        raise MsDebugError(f"--devices is a list of distinct device numbers, such as 4,5; got {echo(given)}.")
+    if len(numbers) != workers:
+        raise MsDebugError(f"--devices names one device per rank on this host: {workers}, got {echo(given)}.")
+    return tuple(numbers)
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether the process ``pid`` holds a TCP socket that listens on ``port``."""
+    sockets = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            text = read_regular(f"/proc/{pid}/net/{table}", 64 << 20).decode("ascii", "replace")
+        except (OSError, MsDebugError):
+            continue
+        for line in text.splitlines()[1:]:
+            fields = line.split()  # sl, local address:port (hex), remote, state (0A: LISTEN), ..., inode
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
+                sockets.add(f"socket:[{fields[9]}]")
+    if not sockets:
+        return False
+    try:
+        held = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in held:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in sockets:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def msrun_path() -> str:
@@ -165,6 +280,8 @@ class Pool:
         node_rank: int | None = None,
         master_addr: str | None = None,
         cluster_time_out: int | None = None,
+        devices: str | Sequence[int] | None = None,
+        msrun_args: str | Sequence[str] = "",
     ) -> None:
         for name, value in (("the number of ranks", workers), ("the number of ranks on all hosts", total or workers)):
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
@@ -176,15 +293,28 @@ class Pool:
             raise MsDebugError(
                 f"{total} ranks on several hosts need this host's --node-rank (0 to {total // workers - 1})."
             )
+        if total > workers and (not master_addr or master_port is None):
+            raise MsDebugError(
+                f"{total} ranks on several hosts need --master-addr and --master-port: where rank 0's scheduler "
+                "listens, the same on every host."
+            )
         self.workers = workers
         self.total = total
         self.node_rank = node_rank if total > workers else None
         self.first = (self.node_rank or 0) * workers  # msrun numbers a host's ranks from node_rank * local
         self.master_addr = master_addr
         self.cluster_time_out = cluster_time_out
-        self.master_port = master_port or _free_port()
+        self.devices = _devices(devices, workers)
+        self.msrun_args = _msrun_args(msrun_args)
+        self._reserved: socket.socket | None = None  # holds a port msdebug chose (see _free_port)
+        self._port_given = master_port is not None
+        self.master_port = master_port if master_port is not None else self._reserve()
         self.dir = Path(tempfile.mkdtemp(prefix="msdebug-ranks-"))
+        self._log_dir = log_dir
         self.log_dir = Path(log_dir) if log_dir is not None else self.dir / "logs"
+        self.scheduler = ""  # where the job's scheduler listens, once started
+        self.notes: list[str] = []  # what the person should know about the start, one line each
+        self._visible: str | None = None  # the device-visibility variable, once asked
         self.process: subprocess.Popen | None = None
         self.clients: dict[int, object] = {}
         self.pids: dict[int, int] = {}
@@ -198,6 +328,30 @@ class Pool:
     def ranks(self) -> list[int]:
         """This host's ranks."""
         return list(range(self.first, self.first + self.workers))
+
+    def _reserve(self) -> int:
+        self._reserved = _free_port()
+        return self._reserved.getsockname()[1]
+
+    def visible_devices(self) -> str:
+        """The variable that gives the ranks their ``devices`` on this MindSpore's backend ('' on
+        CPU, which has none to choose, or without ``devices``)."""
+        if self.devices is None:
+            return ""
+        if self._visible is None:
+            from ..backend.ranks import device_target
+
+            target = device_target()
+            self._visible = _VISIBLE_DEVICES.get(target, "")
+            if not self._visible:
+                listed = ",".join(map(str, self.devices))
+                self.notes.append(f"  --devices {listed} has no effect: this MindSpore runs on {target}")
+        return self._visible
+
+    def device_of(self) -> dict[int, int]:
+        """The device of each rank on this host, where ``devices`` chose them (msrun gives local
+        rank i the ``DEVICE_ID`` i: the i-th of the devices the rank sees)."""
+        return dict(zip(self.ranks, self.devices, strict=True)) if self.visible_devices() else {}
 
     def _idle(self, rank: int) -> None:
         """``rank`` ended the cell it ran (or died): no longer busy."""
@@ -226,7 +380,7 @@ class Pool:
             command.append(f"--master_addr={self.master_addr}")
         if self.cluster_time_out is not None:
             command.append(f"--cluster_time_out={self.cluster_time_out}")
-        return [*command, worker.__file__, str(self.dir)]
+        return [*command, *self.msrun_args, worker.__file__, str(self.dir)]
 
     # -- life cycle
     def environment(self) -> dict[str, str]:
@@ -234,6 +388,8 @@ class Pool:
         env = dict(os.environ)
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # msrun starts `python`
         env["MSDEBUG_PARENT"] = f"{os.getpid()}:{_start_time(os.getpid())}"
+        if self.visible_devices():
+            env[self.visible_devices()] = ",".join(map(str, self.devices or ()))
         if not any(name in env for name in _HEARTBEAT):
             # init() returns at a rank's first heartbeat after the cluster is complete: by
             # MindSpore's default every 3 to 5 s, for the few ranks of a notebook every second.
@@ -245,7 +401,34 @@ class Pool:
         return env
 
     def start(self, timeout: float = 180.0) -> None:
-        """Start msrun and connect to every rank; raises with msrun's own words when it fails."""
+        """Start msrun and connect to every rank within ``timeout`` seconds; raises with msrun's
+        own words when it fails. A port msdebug chose that the scheduler finds taken is replaced by
+        a new one (up to ``_PORT_TRIES`` launches); a port the person gave is an error."""
+        deadline = time.monotonic() + timeout
+        for launch in range(1, _PORT_TRIES + 1):
+            try:
+                self._launch(deadline)
+                return
+            except _PortTaken:
+                taken = self.master_port
+                if self._port_given:
+                    raise MsDebugError(
+                        f"--master-port {taken} is taken on this host: msrun's scheduler could not listen on it; "
+                        "choose another, or leave it out for a free one."
+                    ) from None
+                if launch == _PORT_TRIES:
+                    raise MsDebugError(f"msrun's scheduler found {_PORT_TRIES} free ports taken in turn.") from None
+                self._renew()
+                self.notes.append(f"  port {taken} was taken before the scheduler listened; now {self.master_port}")
+
+    def _renew(self) -> None:
+        """After a stopped launch: a new directory and port for the next one."""
+        self.dir = Path(tempfile.mkdtemp(prefix="msdebug-ranks-"))
+        self.log_dir = Path(self._log_dir) if self._log_dir is not None else self.dir / "logs"
+        self.pids.clear()
+        self.master_port = self._reserve()
+
+    def _launch(self, deadline: float) -> None:
         env = self.environment()
         for rank in self.ranks:  # open before msrun starts: a supervisor opens its end at once
             fifo = self.dir / f"{role_name(rank)}.ended"
@@ -257,14 +440,40 @@ class Pool:
                 self.msrun_command(), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
-        deadline = time.monotonic() + timeout
         try:
             for rank in self.ranks:
                 self.clients[rank] = self._connect(rank, deadline)
             self._ready(deadline)
+            self._scheduler_listens(deadline)
         except BaseException:
             self.stop()
             raise
+
+    def _scheduler_listens(self, deadline: float) -> None:
+        """Where msrun started the job's scheduler on this host (``--master-addr`` is one of its
+        addresses), wait until it listens on the port; raise when it ended instead."""
+        where = f"{self.master_addr or '127.0.0.1'}:{self.master_port}"
+        try:  # msrun returns once it has started every process (--join=False)
+            self.process.wait(max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise MsDebugError(f"msrun did not return in time: {self._msrun_log()}") from None
+        if "Start scheduler process" not in _tail(self.dir / "msrun.log"):
+            self.scheduler = f"at {where}, on another host"
+            return
+        while True:
+            pid = ascii_number(_text_of(self.dir / "scheduler.pid"))
+            if pid is not None and _listens(pid, self.master_port):
+                self.scheduler = f"here, at {where}"
+                return
+            ended = self.exit_of("scheduler")
+            said = _tail(self.log_dir / "scheduler.log")
+            if ended and "Address already in use" in said:
+                raise _PortTaken(where)
+            if ended or time.monotonic() > deadline:
+                last = "\n".join(said.rstrip("\n").splitlines()[-_LOG_LINES:])
+                what = f"ended while starting ({ended})" if ended else f"did not listen on {where} in time"
+                raise MsDebugError(f"msrun's scheduler {what}; its log ends:\n{last}")
+            time.sleep(0.05)
 
     def _connect(self, rank: int, deadline: float):
         from jupyter_client import BlockingKernelClient
@@ -275,6 +484,9 @@ class Pool:
             if info is not None:
                 break
             if self.process is not None and self.process.poll() not in (None, 0):
+                refused = re.findall(r"(?m)^\S+: error: (.*)$", _tail(self.dir / "msrun.log"))  # argparse's line
+                if refused:
+                    raise MsDebugError(f"msrun refused its arguments: {refused[-1]}")
                 raise MsDebugError(f"msrun failed (exit status {self.process.returncode}): {self._msrun_log()}")
             ended = self.exit_of(role_name(rank))
             if ended:
@@ -656,7 +868,8 @@ class Pool:
     def stop(self, timeout: float = 10.0) -> None:
         """Shut every rank down, then kill msrun's scheduler. An idle rank gets ``timeout``
         seconds to end; one still busy with a cell is killed at once: its main thread is in the
-        cell (a collective that never completes, a loop), so it could not act on the request.
+        cell (a collective that never completes, a loop), so it could not act on the request; so
+        is one never asked (a start that failed or was interrupted before it connected).
 
         A Ctrl-C while idle ranks get their time ends that wait, and the rest is killed all the
         same before it is raised; one anywhere else in here waits for the end (the notebook has
@@ -664,6 +877,7 @@ class Pool:
         """
         supervisors = {stem: pid for stem, pid in self._supervisors().items() if stem != "scheduler"}
         busy = {role_name(rank) for rank in self.busy}
+        busy |= set(supervisors) - {role_name(rank) for rank in self.clients}  # a start cut short: never asked
         try:
             for client in self.clients.values():
                 try:
@@ -687,6 +901,9 @@ class Pool:
             for fds in (self._pidfds, self._fifos):
                 while fds:
                     os.close(fds.popitem()[1])
+            if self._reserved is not None:
+                self._reserved.close()
+                self._reserved = None
             self.clients.clear()
             self.busy.clear()
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -699,6 +916,14 @@ class Pool:
             except (OSError, ValueError):
                 continue
         return found
+
+
+def _text_of(path: Path) -> str:
+    """A small file the job wrote in the pool's directory ('' while there is none)."""
+    try:
+        return read_regular(path, 64).decode("ascii", "replace").strip()
+    except (OSError, MsDebugError):
+        return ""
 
 
 def _tail(path: Path) -> str:

@@ -133,10 +133,14 @@ def _supervise(pool: str, stem: str, child: int, parent: str) -> int:
 
 
 def _write_exit(pool: str, stem: str, what: dict) -> None:
-    path = os.path.join(pool, f"{stem}.exit")
+    _write(pool, f"{stem}.exit", json.dumps(what))
+
+
+def _write(pool: str, name: str, text: str) -> None:
+    path = os.path.join(pool, name)
     temporary = f"{path}.{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(what, handle)
+        handle.write(text)
     os.replace(temporary, path)  # the pool reads it whole or not at all
 
 
@@ -165,6 +169,8 @@ def main(argv: list[str]) -> int:
         pass  # no FIFO (the scheduler has none), or no pool reading it any more
     with open(os.path.join(pool, f"{stem}.supervisor"), "w", encoding="ascii") as handle:
         handle.write(str(os.getpid()))
+    if scheduler:  # the pool waits until this process listens on the port
+        _write(pool, "scheduler.pid", str(child))
     return _supervise(pool, stem, child, os.environ.get("MSDEBUG_PARENT", ""))
 
 

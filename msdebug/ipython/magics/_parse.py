@@ -20,6 +20,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ...errors import MagicUsageError, MsDebugError, did_you_mean, echo
+from ...files import ascii_number
 
 __all__ = ["Form", "Option", "Parsed", "Spec", "magic_spec", "tokens", "unquote"]
 
@@ -91,8 +92,10 @@ def _either(words: tuple[str, ...]) -> str:
 class Option:
     """``--name VALUE`` (or a flag, when ``metavar`` is empty).
 
-    ``choices`` are the allowed values (checked, and offered by completion); ``meaning`` says
-    them in words for the error line (default: the choices, "1, 2 or 3").
+    ``choices`` are the allowed values (checked, and offered by completion); ``whole`` is
+    ``(low, high)`` for a whole number in that range, which the parse returns as an ``int``;
+    ``meaning`` says either in words for the error line (default: the choices, "1, 2 or 3", or
+    "a whole number from 1 to 9").
     """
 
     name: str
@@ -100,6 +103,7 @@ class Option:
     help: str = ""
     choices: tuple[str, ...] = ()
     meaning: str = ""
+    whole: tuple[int, int] | None = None
 
     @property
     def flag(self) -> bool:
@@ -108,10 +112,17 @@ class Option:
     def usage(self) -> str:
         return f"{self.name} {self.metavar}" if self.metavar else self.name
 
-    def check(self, prefix: str, value: str) -> str:
+    def check(self, prefix: str, value: str) -> str | int:
         if not self.flag and not value.strip():
             # '' would quietly mean the current directory to every path option
             raise MagicUsageError(f"{prefix}: {self.name} needs a {self.metavar}, got an empty value.")
+        if self.whole is not None:
+            low, high = self.whole
+            number = ascii_number(value, high)
+            if number is None or number < low:
+                allowed = self.meaning or f"a whole number from {low} to {high}"
+                raise MagicUsageError(f"{prefix}: {self.name} is {allowed}, got {echo(value)}.")
+            return number
         if self.choices and value not in self.choices:
             allowed = self.meaning or _either(self.choices)
             raise MagicUsageError(

@@ -13,18 +13,28 @@ from ._parse import Form, Option, Parsed, Spec, magic_spec
 
 __all__ = ["MSRUN", "MsrunMagics"]
 
+_RANKS = (1, 4096)
+_COUNT = "a whole number of ranks from 1 to 4096"
+
+# fmt: off
 MSRUN = Spec(
     "msrun",
     line=Form(
         words=("start", "status", "stop", "restart", "interrupt"),
         options=(
-            Option("-n", "N", "how many ranks on this host (msrun's --local_worker_num)"),
-            Option("--worker-num", "N", "ranks on all hosts (msrun's --worker_num; default: -n)"),
-            Option("--master-port", "P", "msrun's --master_port (default: a free port)"),
+            Option("-n", "N", "how many ranks on this host (msrun's --local_worker_num)", whole=_RANKS, meaning=_COUNT),
+            Option("--worker-num", "N", "ranks on all hosts (msrun's --worker_num; default: -n)", whole=_RANKS,
+                   meaning=_COUNT),
+            Option("--master-port", "P", "msrun's --master_port (default: a free port)", whole=(1, 65535),
+                   meaning="a port number from 1 to 65535"),
             Option("--master-addr", "HOST", "msrun's --master_addr: the host of rank 0's scheduler"),
-            Option("--node-rank", "R", "msrun's --node_rank: this host's index among the hosts"),
+            Option("--node-rank", "R", "msrun's --node_rank: this host's index among the hosts", whole=(0, 4095)),
             Option("--log-dir", "DIR", "msrun's --log_dir (worker_<rank>.log, scheduler.log)"),
-            Option("--cluster-time-out", "S", "msrun's --cluster_time_out"),
+            Option("--cluster-time-out", "S", "msrun's --cluster_time_out", whole=(1, 1 << 31),
+                   meaning="a whole number of seconds from 1"),
+            Option("--devices", "4,5", "one device per rank: ASCEND_RT_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES"),
+            Option("--msrun-args", '"..."', 'more of msrun\'s own flags, such as "--bind_core=True"'),
+            Option("--start-timeout", "S", "seconds the ranks may take to start (default 180)", whole=(1, 86400)),
             Option("--ranks", "0,2", "interrupt: only these ranks"),
         ),
     ),
@@ -35,17 +45,10 @@ MSRUN = Spec(
         )
     ),
 )
+# fmt: on
 
 _pool = None  # the pool of this kernel
 _started_with: dict = {}  # what it was started with, for restart
-
-
-def _number(prefix: str, name: str, text: str | None, what: str, low: int = 0) -> int | None:
-    if text is None:
-        return None
-    if not text.isdigit() or int(text) < low:
-        raise MagicUsageError(f"{prefix}: {name} is {what}, got {text!r}.")
-    return int(text)
 
 
 def _ranks(prefix: str, text: str | None, known: list[int]) -> list[int] | None:
@@ -85,19 +88,15 @@ def _start(args: Parsed, shell) -> str:
     global _pool
     from ...ranks.pool import Pool
 
-    prefix = args.prefix
-    local = _number(prefix, "-n", args.get("-n", "2"), "a whole number of ranks from 1", low=1)
-    total = _number(prefix, "--worker-num", args.get("--worker-num"), "a whole number of ranks from 1", low=1)
-    node_rank = _number(prefix, "--node-rank", args.get("--node-rank"), "a whole number")
-    time_out = _number(prefix, "--cluster-time-out", args.get("--cluster-time-out"), "a whole number of seconds", 1)
-    port = _number(prefix, "--master-port", args.get("--master-port"), "a port number from 1 to 65535", low=1)
     if _pool is not None:
         raise MagicUsageError(f"%msrun: {_pool.workers} ranks run already; `%msrun stop` first, or `%msrun restart`.")
     pool = Pool(
-        local, port, args.get("--log-dir"),
-        total=total, node_rank=node_rank, master_addr=args.get("--master-addr"), cluster_time_out=time_out,
+        args.get("-n", 2), args.get("--master-port"), args.get("--log-dir"),
+        total=args.get("--worker-num"), node_rank=args.get("--node-rank"), master_addr=args.get("--master-addr"),
+        cluster_time_out=args.get("--cluster-time-out"), devices=args.get("--devices"),
+        msrun_args=args.get("--msrun-args", ""),
     )  # fmt: skip
-    pool.start()
+    pool.start(args.get("--start-timeout", 180))
     _pool = pool
     _started_with.update(args=args)
     pool.on_busy = lambda busy: _show(shell, busy)
@@ -109,14 +108,15 @@ def _status() -> str:
     if _pool is None:
         return "msrun: no ranks (`%msrun start -n 2` starts them)"
     hosts = f" of {_pool.total} on all hosts" if _pool.total > _pool.workers else ""
-    lines = [f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}"]
+    lines = [f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}", f"  scheduler: {_pool.scheduler}"]
+    devices = _pool.device_of()
     for rank in _pool.ranks:
         if not _pool.alive(rank):
             state = f"dead ({_pool.exit_of(f'rank{rank}') or 'ended'})"
         else:
             state = "busy" if rank in _pool.busy else "idle"
-        lines.append(f"  rank {rank}: {state}")
-    return "\n".join(lines)
+        lines.append(f"  rank {rank}: {state}" + (f", device {devices[rank]}" if rank in devices else ""))
+    return "\n".join([*lines, *_pool.notes])
 
 
 @magics_class
@@ -133,7 +133,8 @@ class MsrunMagics(Magics):
 
         Usage::
 
-            %msrun start -n N [--master-port P] [--log-dir DIR] [--worker-num W --node-rank R --master-addr HOST]
+            %msrun start -n N [--master-port P] [--log-dir DIR] [--devices 4,5] [--msrun-args "..."]
+                              [--start-timeout S] [--worker-num W --node-rank R --master-addr HOST --master-port P]
             %msrun status | stop | restart | interrupt [--ranks 0,2]
             %%msrun [--ranks 0,2] [--hang-after S]   the cell on every rank (or these)
         """
