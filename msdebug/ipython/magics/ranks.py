@@ -108,7 +108,9 @@ def _status() -> str:
     if _pool is None:
         return "msrun: no ranks (`%msrun start -n 2` starts them)"
     hosts = f" of {_pool.total} on all hosts" if _pool.total > _pool.workers else ""
-    lines = [f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}", f"  scheduler: {_pool.scheduler}"]
+    lines = [f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}"]
+    if hosts:  # which host runs the job's scheduler
+        lines.append(f"  scheduler: {_pool.scheduler}")
     devices = _pool.device_of()
     for rank in _pool.ranks:
         if not _pool.alive(rank):
