@@ -9,11 +9,13 @@ kernel started this way runs msrun, its supervisors and its ranks without pidfds
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -53,6 +55,7 @@ def deny_pidfd_open() -> None:
 def kernels() -> str:
     """A directory for ``JUPYTER_PATH`` whose ``python3`` kernel runs under :func:`deny_pidfd_open`."""
     path = tempfile.mkdtemp(prefix="msdebug-no-pidfd-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     spec = os.path.join(path, "kernels", "python3")
     os.makedirs(spec)
     argv = [sys.executable, os.path.abspath(__file__), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
