@@ -28,6 +28,7 @@ __all__ = [
     "HookObserver",
     "OpHooks",
     "OpNames",
+    "Patches",
     "TENSOR_METHODS",
     "cell_parameters",
     "cell_path_name",
@@ -160,6 +161,40 @@ class OpNames:
         return f"{self.scope}/{op_type}-op{number}"
 
 
+class Patches:
+    """Attributes of classes (or modules) replaced by wrappers, and put back exactly: an
+    attribute the class only inherited is deleted again. Shared by the op hooks and the rank
+    flight recorder (:mod:`msdebug.backend.ranks`)."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any, bool]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._saved)
+
+    def apply(self, plan: list[tuple[Any, str, Callable]]) -> None:
+        """Set each ``(class, name, wrapper)``; all or nothing: on an error, what was set is put back."""
+        try:
+            for cls, name, wrapper in plan:
+                self._saved.append((cls, name, cls.__dict__.get(name), name in cls.__dict__))
+                setattr(cls, name, wrapper)
+        except BaseException:
+            self.restore()
+            raise
+
+    def restore(self) -> None:
+        """Put every replaced attribute back, the last one first."""
+        while self._saved:
+            cls, name, original, had = self._saved.pop()
+            if had:
+                setattr(cls, name, original)
+            else:
+                try:
+                    delattr(cls, name)
+                except AttributeError:
+                    pass
+
+
 _current: OpHooks | None = None
 """The hooks installed now. Every wrapper reports here, also one a person took while an earlier
 cell was watched (``from mindspore.mint import div`` inside ``%%msnan``): it then reports to
@@ -181,26 +216,23 @@ class OpHooks:
         self.observer = observer
         self.busy = False
         self.errors: list[str] = []  # checks that failed (the op itself went on)
-        self._saved: list[tuple[Any, str, Any, bool]] = []
+        self._patches = Patches()
 
     @property
     def installed(self) -> bool:
-        return bool(self._saved)
+        return bool(self._patches)
 
     @interrupts.protected
     def install(self) -> OpHooks:
         """Wrap the primitives, Tensor methods and ``Cell.__call__``."""
         global _current
-        if self._saved or _current is not None:
+        if self._patches or _current is not None:
             return self
         plan = self._plan()  # every wrapper made before the first class is touched
         interrupts.hold()
         try:
-            for cls, name, wrapper in plan:
-                self._saved.append((cls, name, cls.__dict__.get(name), name in cls.__dict__))
-                setattr(cls, name, wrapper)
+            self._patches.apply(plan)
         except BaseException:
-            self._restore()
             interrupts.let_go()
             raise
         _current = self
@@ -232,23 +264,12 @@ class OpHooks:
         global _current
         if _current is self:
             _current = None  # from here on every wrapper calls straight through
-        if not self._saved:
+        if not self._patches:
             return
         try:
-            self._restore()
+            self._patches.restore()
         finally:
             interrupts.let_go()
-
-    def _restore(self) -> None:
-        while self._saved:
-            cls, name, original, had = self._saved.pop()
-            if had:
-                setattr(cls, name, original)
-            else:
-                try:
-                    delattr(cls, name)
-                except AttributeError:
-                    pass
 
     def _report(self, op_type: str, args: tuple, output: Any) -> None:
         if not tensors_in(output):

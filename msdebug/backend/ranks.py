@@ -11,7 +11,6 @@ mode, ``@jit``). :func:`wait_launched` is the wait at the end of each cell.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import os
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .hooks import tensors_in
+from .hooks import Patches, tensors_in
 from .process import _api_module, synchronize
 
 __all__ = ["Launch", "Watch", "device_target", "serve_cluster", "wait_launched"]
@@ -114,37 +113,23 @@ class Watch:
         self.is_communication = is_communication
         self.graph_nodes = graph_nodes
         self.errors = 0
-        self._saved: list[tuple[Any, str, Any, bool]] = []
+        self._patches = Patches()
         self._graphs: dict[str, list[Launch]] = {}
         self._jit_phase = ""
         self._groups: dict[str, tuple[int, ...]] = {}
 
     @property
     def installed(self) -> bool:
-        return bool(self._saved)
+        return bool(self._patches)
 
     def install(self) -> Watch:
         """Wrap (MindSpore must be imported); installing twice is harmless."""
-        if self._saved:
-            return self
-        plan = self._plan()
-        try:
-            for cls, name, wrapper in plan:
-                self._saved.append((cls, name, cls.__dict__.get(name), name in cls.__dict__))
-                setattr(cls, name, wrapper)
-        except BaseException:
-            self.remove()
-            raise
+        if not self._patches:
+            self._patches.apply(self._plan())
         return self
 
     def remove(self) -> None:
-        while self._saved:
-            cls, name, original, had = self._saved.pop()
-            if had:
-                setattr(cls, name, original)
-            else:
-                with contextlib.suppress(AttributeError):
-                    delattr(cls, name)
+        self._patches.restore()
 
     def _plan(self) -> list[tuple[Any, str, Callable]]:
         from mindspore.ops.auto_generate import gen_ops_prim
