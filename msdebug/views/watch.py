@@ -1,0 +1,368 @@
+"""``%%mswatch``'s pictures: the live table of watched tensors and the report after the run.
+
+Pure functions of a watch history (:mod:`msdebug.dumps.watch`, read by duck typing): the
+live table has one row per watched tensor (name, kind, shape) and, per statistic, its last
+value over a sparkline of every recorded step; the first tripping step is highlighted (its
+row, and a red mark on each sparkline). The report says the condition and its thresholds,
+the tensor, the step, the values against the thresholds, where the Cell or the loss is
+defined, and draws the tripped tensor's history. Everything from the history is escaped (a
+parameter's name may be anything) and bounded: at most ``MAX_ROWS`` tensors, the tripped
+ones first, and a line says how many were left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from . import report as r
+from ._text import Column
+from .svg import line_chart, sparkline
+
+__all__ = ["MAX_ROWS", "build_live", "build_report", "html_live", "html_report", "text_live", "text_report"]
+
+MAX_ROWS = 40  # tensors in the table; a net may have thousands
+_MAX_TRIPS = 20  # other trips listed under the first
+_MAX_CONDITIONS = 30
+_SPARK_W, _SPARK_H = 96, 22
+# The statistics' column order (dumps.watch.STATS), with the head each column shows.
+_HEADS = {
+    "max": "max",
+    "min": "min",
+    "mean": "mean",
+    "abs_mean": "|mean|",
+    "l2": "L2",
+    "zero_share": "zeros",
+    "nonfinite": "non-finite",
+}
+_STATS = tuple(_HEADS)
+_KIND_WORDS = {"weight": "parameter", "grad": "gradient of", "act": "activation of Cell", "loss": "loss"}
+_MARK = '<line x1="{x}" y1="0" x2="{x}" y2="{h}" stroke="#cf222e" stroke-width="1.5" stroke-dasharray="2 1"/>'
+
+
+def _num(value: Any) -> str:
+    """A statistic as a person reads it: 4 significant digits, ``nan``/``inf`` as such."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == int(value) and abs(value) < 1e6:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def _stats_of(history: Any) -> Sequence[str]:
+    return tuple(getattr(history, "STATS", None) or _STATS)
+
+
+def _shape(watched: Any) -> str:
+    shape = tuple(getattr(watched, "shape", ()) or ())
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _first_trip(history: Any) -> Any:
+    first = getattr(history, "first_trip", None)
+    trips = list(getattr(history, "trips", ()) or ())
+    return first if first is not None else (trips[0] if trips else None)
+
+
+def _tripped_names(history: Any) -> dict[str, Any]:
+    """Each tripped tensor's first trip, in the order they tripped."""
+    found: dict[str, Any] = {}
+    for trip in getattr(history, "trips", ()) or ():
+        found.setdefault(trip.name, trip)
+    return found
+
+
+def _shown(history: Any) -> tuple[list[Any], int]:
+    """The tensors the table shows: the loss, the tripped ones, then the rest in the order they
+    are watched, at most ``MAX_ROWS``; and how many were left out."""
+    watched = list(history.watched)
+    tripped = _tripped_names(history)
+    order = {name: index for index, name in enumerate(tripped)}
+
+    def rank(item: tuple[int, Any]) -> tuple[int, int, int]:
+        index, w = item
+        if w.kind == "loss":
+            return (0, 0, index)
+        if w.name in order:
+            return (1, order[w.name], index)
+        return (2, 0, index)
+
+    ordered = [w for _, w in sorted(enumerate(watched), key=rank)]
+    return ordered[:MAX_ROWS], max(0, len(ordered) - MAX_ROWS)
+
+
+def _columns(history: Any) -> list[r.Col]:
+    stats = _stats_of(history)
+    share = max(4, 63 // max(1, len(stats)))  # percent of the output area's width per statistic
+    columns = [
+        r.Col("tensor", Column("tensor", 16, fit=True), left=True, width=100 - 17 - share * len(stats)),
+        r.Col("kind", Column("kind", 4), left=True, width=7),
+        r.Col("shape", Column("shape", 5), left=True, width=10),
+    ]
+    columns += [r.Col(_HEADS.get(s, s), Column(_HEADS.get(s, s), 8, right=True), width=share) for s in stats]
+    return columns
+
+
+def _spark(values: Sequence[float], title: str, mark: int | None) -> str:
+    """A sparkline, with a red mark at index ``mark`` (the first tripping step)."""
+    svg = sparkline(values, width=_SPARK_W, height=_SPARK_H, title=title)
+    if mark is None or not values:
+        return svg
+    # The same x as the sparkline's own points (svg.sparkline: 1 px margins, index over the span).
+    x = 1 + (_SPARK_W - 2) * mark / max(1, len(values) - 1)
+    line = _MARK.format(x=f"{x:.1f}", h=_SPARK_H)
+    return svg[: -len("</svg>")] + line + "</svg>"
+
+
+def _row(history: Any, watched: Any, steps: Sequence[int], trip: Any) -> r.Row:
+    stats = _stats_of(history)
+    try:
+        table = history.stats(watched.name)
+    except (KeyError, LookupError):
+        table = None
+    count = 0 if table is None else len(table)
+    mark = None
+    if trip is not None:
+        where = [i for i, step in enumerate(steps) if int(step) == int(trip.step)]
+        mark = where[0] if where else None
+    compared = set(getattr(trip, "values", {}) or {}) if trip is not None else set()
+    scope = getattr(watched, "scope", "") or ""
+    # HTML: the name, its Cell scope and the trip under it; text: the name, a star when it tripped.
+    first: list = [
+        r.Line(r.Span(watched.name, "scope"), only="html"),
+        r.Line(("* " if trip is not None else "") + str(watched.name), only="text"),
+    ]
+    if scope and scope != watched.name:
+        first.append(r.Line(f"in {scope}", look="faded-note", only="html"))
+    if trip is not None:
+        first.append(r.Line(f"tripped at step {trip.step}", look="bad", only="html"))
+    cells: list = [
+        r.Cell(r.Block(first)),
+        r.Cell(watched.kind),
+        r.Cell(_shape(watched), title=f"{_shape(watched)} {getattr(watched, 'dtype', '')}".strip()),
+    ]
+    for column, stat in enumerate(stats):
+        values = [float(v) for v in table[:, column]] if count else []
+        last = _num(values[-1]) if values else "-"
+        title = f"{watched.name} {stat}"
+        sections: list = [r.Line(r.Span(last, "b-bad") if stat in compared else last)]
+        if len(values) > 1:
+            sections.append(r.Figure(lambda v=values, t=title: _spark(v, t, mark)))
+        cells.append(r.Cell(r.Block(sections), look="cell-marked" if stat in compared else "cell"))
+    return r.Row(cells, look="partial" if trip is not None else "")
+
+
+def _table(history: Any) -> list:
+    shown, left_out = _shown(history)
+    steps = [int(s) for s in getattr(history, "steps", ())]
+    tripped = _tripped_names(history)
+    rows = [_row(history, w, steps, tripped.get(w.name)) for w in shown]
+    sections: list = [r.Table(_columns(history), rows, look="grid")] if rows else []
+    if tripped and rows:
+        sections.append(r.Line("(* tripped)", only="text"))
+    if left_out:
+        total = len(list(history.watched))
+        sections.append(
+            r.Line(
+                f"showing {len(shown)} of {total} tensors (the loss and the tripped ones first); "
+                f"{left_out} left out: msdebug.last_watch() has them all",
+                look="note",
+            )
+        )
+    return sections
+
+
+def _counts(history: Any) -> str:
+    """``3 weights, 3 grads, 2 acts, the loss``."""
+    kinds: dict[str, int] = {}
+    for w in history.watched:
+        kinds[w.kind] = kinds.get(w.kind, 0) + 1
+    parts = []
+    for kind, word in (("weight", "weight"), ("grad", "grad"), ("act", "act")):
+        if kinds.get(kind):
+            parts.append(f"{kinds[kind]} {word}{'s' if kinds[kind] != 1 else ''}")
+    if kinds.get("loss"):
+        parts.append("the loss")
+    return ", ".join(parts) or "no tensor"
+
+
+def _conditions(history: Any) -> str:
+    conditions = [str(c) for c in getattr(history, "conditions", ()) or ()]
+    shown = ", ".join(conditions[:_MAX_CONDITIONS])
+    more = f" and {len(conditions) - _MAX_CONDITIONS} more" if len(conditions) > _MAX_CONDITIONS else ""
+    return (shown + more) or "none"
+
+
+def _status(history: Any) -> str:
+    steps = len(getattr(history, "steps", ()))
+    every = getattr(history, "every", None)
+    each = f" every {every} steps" if isinstance(every, int) and every > 1 else ""
+    last = f", last step {int(history.steps[-1])}" if steps else ""
+    return f"watching {_counts(history)}{each}: {steps} step{'s' if steps != 1 else ''} recorded{last}"
+
+
+def build_live(history: Any) -> r.Report:
+    """The table while the run goes on: one line of status, the first trip, the table."""
+    sections: list = [r.Line(_status(history), look="strong")]
+    trip = _first_trip(history)
+    if trip is not None:
+        sections.append(r.Line((r.Span("Tripped: ", "bad"), trip.message)))
+    sections.extend(_table(history))
+    return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
+
+
+def _tensor_words(watched: Any, trip: Any) -> tuple:
+    kind = getattr(watched, "kind", None) or trip.kind
+    word = _KIND_WORDS.get(kind, kind)
+    if kind == "loss":
+        return ("the loss",)
+    scope = getattr(watched, "scope", "") if watched is not None else ""
+    runs: tuple = (f"{word} ", r.Span(trip.name, "scope"))
+    if scope and scope != trip.name:
+        runs += (" (scope ", r.Span(scope, "scope"), ")")
+    if watched is not None:
+        runs += (f", shape {_shape(watched)} {getattr(watched, 'dtype', '')}".rstrip(),)
+    return runs
+
+
+def _against(trip: Any) -> str:
+    """``abs_mean 3e-09 against abs_mean_lt 1e-07``."""
+    values = ", ".join(f"{k} {_num(v)}" for k, v in (getattr(trip, "values", {}) or {}).items())
+    limits = ", ".join(f"{k} {_num(v)}" for k, v in (getattr(trip, "thresholds", {}) or {}).items())
+    return f"{values or '-'} against {limits or '-'}"
+
+
+def _chart(history: Any, trip: Any) -> list:
+    """The tripped tensor's history: the compared statistics (or all) over the steps."""
+    stats = _stats_of(history)
+    try:
+        table = history.stats(trip.name)
+    except (KeyError, LookupError):
+        return []
+    steps = [int(s) for s in history.steps]
+    if table is None or len(table) == 0:
+        return []
+    compared = [s for s in (getattr(trip, "values", {}) or {}) if s in stats] or [
+        s for s in ("max", "min", "mean", "l2") if s in stats
+    ]
+    series = {_HEADS.get(s, s): [float(v) for v in table[:, stats.index(s)]] for s in compared}
+    marks = [(i, f"tripped: step {trip.step}") for i, step in enumerate(steps) if step == int(trip.step)][:1]
+    first, last = (steps[0], steps[-1]) if steps else (0, 0)
+    text = [f"history of {trip.name} over steps {first}..{last}:"]
+    for name, values in series.items():
+        tail = values[-12:]
+        text.append(
+            f"  {name}: " + " ".join(_num(v) for v in tail) + (f" (last {len(tail)})" if len(values) > 12 else "")
+        )
+    return [
+        r.Figure(
+            lambda: line_chart(
+                series,
+                width=720,
+                height=160,
+                title=f"{trip.name}: {', '.join(series)} per step",
+                x_label=f"step {first}..{last}",
+                marks=marks,
+            ),
+            caption=f"{len(steps)} recorded steps; the red line is the first tripping step",
+            text=text,
+        )
+    ]
+
+
+def build_report(history: Any, note: str = "") -> r.Report:
+    """After the run: what tripped first, with its values, thresholds and history; or how many
+    steps were watched and that nothing tripped (never "all good" when nothing was watched).
+    ``note`` says why the report is partial (``interrupted``)."""
+    watched = list(history.watched)
+    steps = len(getattr(history, "steps", ()))
+    trip = _first_trip(history)
+    conditions = _conditions(history)
+    sections: list = [r.Line(f"partial watch: {note}", look="partial")] if note else []
+    if trip is None:
+        if not watched:
+            sections.append(
+                r.Line(
+                    (r.Span("Nothing watched", "bad"), f": no tensor matched the conditions ({conditions})."),
+                )
+            )
+        elif steps == 0:
+            sections.append(
+                r.Line(
+                    (
+                        r.Span("0 steps watched", "bad"),
+                        f": {_counts(history)} were watched but no step ended (a loop needs msdebug.step(); "
+                        f"Model.train needs the watch's callback); nothing was checked.",
+                    )
+                )
+            )
+        else:
+            plural = "s" if steps != 1 else ""
+            sections.append(
+                r.Line(
+                    (
+                        r.Span(f"{steps} step{plural} watched, nothing tripped", "good-strong"),
+                        f": conditions {conditions}; {_counts(history)}.",
+                    )
+                )
+            )
+        sections.extend(_table(history))
+        return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
+    by_name = {w.name: w for w in watched}
+    w = by_name.get(trip.name)
+    stopped = bool(getattr(history, "stopped", False))
+    sections.append(r.Line((r.Span(f"Tripped at step {trip.step}: ", "bad"), trip.message)))
+    limits = ", ".join(f"{k}={_num(v)}" for k, v in (getattr(trip, "thresholds", {}) or {}).items())
+    pairs: list = [
+        ("condition", r.Span(trip.condition, "code")),
+        ("threshold", limits or "-"),
+        ("tensor", _tensor_words(w, trip)),
+        ("step", str(trip.step)),
+        ("values", _against(trip)),
+    ]
+    defined = getattr(w, "defined_at", "") if w is not None else ""
+    pairs.append(
+        (
+            "defined at",
+            r.Span(defined, "strong") if defined else "unknown (not defined in a notebook cell or file msdebug saw)",
+        )
+    )
+    pairs.append(
+        (
+            "training",
+            f"stopped at the end of step {trip.step}: the model and the optimizer are as that step left them"
+            if stopped
+            else f"went on (--no-stop); {steps} steps watched in all",
+        )
+    )
+    sections.append(r.KeyValues(pairs, look="table"))
+    sections.extend(_chart(history, trip))
+    trips = list(getattr(history, "trips", ()) or ())
+    others = [t for t in trips if t is not trip]
+    if others:
+        more = f"and {len(others) - _MAX_TRIPS} more" if len(others) > _MAX_TRIPS else ""
+        sections.append(
+            r.Items(
+                [t.message for t in others[:_MAX_TRIPS]],
+                head=f"Also tripped ({len(others)}):",
+                text_head=f"also tripped ({len(others)}):",
+                look="tight",
+                indent=2,
+                more=more,
+            )
+        )
+    sections.append(r.Line(f"conditions: {conditions}", look="note"))
+    sections.append(r.Line(_status(history), look="note"))
+    sections.extend(_table(history))
+    return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
+
+
+html_live, text_live = r.renderers(build_live)
+html_report, text_report = r.renderers(build_report)
