@@ -1,10 +1,12 @@
 """The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table;
 ``msdebug print-file PATH`` decodes a print file; ``msdebug dump PATH`` summarises RDR trees and
-saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables.
+saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables;
+``msdebug watch-report DIR`` prints the report of a run ``%%mswatch --save DIR`` saved.
 
 A Unix tool: exit 0 when done (also when the reader of its output, ``head``, has gone), 2 with
 one line on stderr when the input is wrong, ``dump --nan`` 1 when it finds a non-finite value,
-and ``diff`` 1 when the runs differ and 3 when nothing could be compared (never 0 for nothing).
+and ``diff`` 1 when the runs differ and 3 when nothing could be compared (never 0 for nothing);
+``watch-report`` 1 when a condition tripped and 3 when no step or no tensor was watched.
 """
 
 from __future__ import annotations
@@ -267,6 +269,29 @@ def _diff_sides(args: argparse.Namespace) -> list:
     return runs
 
 
+def _watch_report(args: argparse.Namespace) -> int:
+    """The report of a saved watch: 1 when a condition tripped, 0 when none did, 3 when nothing
+    was watched (no step, or no tensor), 2 with one line when DIR is no saved watch."""
+    from .dumps.watch import WatchHistory
+    from .errors import MsDebugError
+    from .views.watch import text_report
+
+    if not os.path.isdir(args.path):
+        what = "does not exist" if not os.path.exists(args.path) else "is not a directory"
+        _say(f"msdebug watch-report: {echo(args.path)} {what}; give the DIR of %%mswatch --save DIR.", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        history = WatchHistory.load(args.path)
+    except (MsDebugError, OSError, ValueError) as error:
+        why = " ".join(str(error).split())  # one line, whatever the reader said
+        _say(f"msdebug watch-report: {echo(args.path)} is not a saved watch: {why}", file=sys.stderr)
+        return BAD_INPUT
+    _say(text_report(history))
+    if history.first_trip is not None:
+        return 1
+    return NOTHING_COMPARED if not len(history.steps) or not history.watched else 0
+
+
 def _whole(text: str) -> int:
     if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"expected a whole number from 0, got {echo(text)}")
@@ -377,6 +402,13 @@ def _main(argv: list[str] | None) -> int:
     diff.add_argument("--atol", type=_tolerance, help="absolute tolerance (default per dtype)")
     diff.add_argument("--rule", choices=("allclose", "msprobe"), default="allclose", help="the verdict per tensor")
     diff.set_defaults(run=_diff)
+    watch = commands.add_parser(
+        "watch-report",
+        help="the report of a watched training that %%%%mswatch --save DIR (or msdebug.watch(save=DIR)) saved",
+        epilog="Exit status: 0 nothing tripped, 1 a condition tripped, 2 bad input, 3 nothing was watched",
+    )
+    watch.add_argument("path", metavar="DIR", help="the directory the watch saved its statistics in")
+    watch.set_defaults(run=_watch_report)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()

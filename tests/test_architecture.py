@@ -265,6 +265,7 @@ OPENS_WHAT_MSDEBUG_WROTE = {
     ("views/status.py", "resources.files(__package__).joinpath('status.schema.json').read_text(encoding='utf-8')"): (
         "msdebug's own package data"
     ),
+    ("cli.py", "WatchHistory.load(args.path)"): "a saved watch: dumps.watch reads it (its files through the opener)",
 }
 
 
@@ -327,7 +328,7 @@ json.loads(text)
 # Each feature has one noun, the same in every folder: backend/profile.py drives MindSpore's
 # profiler, recorders/profile.py makes it record, dumps/profile.py reads what it wrote,
 # views/profile.py renders it and ipython/magics/profile.py holds %%msprofile.
-FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile", "diff", "ranks"}
+FEATURES = {"context", "print", "rdr", "graphs", "datadump", "nan", "profile", "diff", "ranks", "watch"}
 UI_PIECES = {"status", "panel", "explorer"}
 # What else a folder may hold: helpers that are no feature, each named in the README's Layout.
 HELPERS = {

@@ -96,7 +96,7 @@ print(ip.run_line_magic("mscontext", "mode=graph"))
     )
     assert out[:4] == [
         "heavy: []",
-        "ms magics: ['mscontext', 'mscontext', 'msdiff', 'msdump', 'msgraphs', 'msnan', 'msprint', 'msprint', 'msprofile', 'msrdr', 'msrun', 'msrun']",
+        "ms magics: ['mscontext', 'mscontext', 'msdiff', 'msdump', 'msgraphs', 'msnan', 'msprint', 'msprint', 'msprofile', 'msrdr', 'msrun', 'msrun', 'mswatch']",
         "completes: ['mode=']",
         "Docstring:",
     ]

@@ -27,6 +27,7 @@ DECLARED: dict[str, tuple[tuple[str, ...], str]] = {
     "msprofile": (("cell",), "msdebug.ipython.magics.profile:ProfileMagics"),
     "msdiff": (("cell",), "msdebug.ipython.magics.diff:DiffMagics"),
     "msrun": (("line", "cell"), "msdebug.ipython.magics.ranks:MsrunMagics"),
+    "mswatch": (("cell",), "msdebug.ipython.magics.watch:WatchMagics"),
 }
 
 
@@ -41,10 +42,11 @@ def __getattr__(name: str) -> Any:
         from .profile import ProfileMagics
         from .ranks import MsrunMagics
         from .rdr import RdrMagics
+        from .watch import WatchMagics
 
         found = (
             ContextMagics, PrintMagics, RdrMagics, GraphsMagics, DataDumpMagics, NanMagics, ProfileMagics, DiffMagics,
-            MsrunMagics,
+            MsrunMagics, WatchMagics,
         )  # fmt: skip
         globals()["MAGICS"] = found
         return found

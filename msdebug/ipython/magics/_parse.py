@@ -136,18 +136,23 @@ class Form:
     """What one form of a magic (the ``%`` line or the ``%%`` cell) accepts.
 
     ``words``: the bare words allowed (at most one per line); ``settings``: ``key=value``
-    settings and bare key names are allowed (``%mscontext``).
+    settings and bare key names are allowed (``%mscontext``); ``free``: any number of bare
+    tokens, each kept whole (an ``=`` inside one included) in ``Parsed.names``, in order, and
+    checked by the magic (``%%mswatch``'s conditions); its value names them in the usage line.
     """
 
     words: tuple[str, ...] = ()
     options: tuple[Option, ...] = ()
     settings: bool = False
+    free: str = ""
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
 
     def usage(self) -> str:
         parts = [" | ".join(self.words)] if self.words else []
+        if self.free:
+            parts.append(f"[{self.free} ...]")
         parts += [f"[{o.usage()}]" for o in self.options]
         if self.settings:
             parts.append("[key=value ...]")
@@ -239,6 +244,8 @@ class Spec:
                     i += 1
                 else:
                     raise MagicUsageError(f"{prefix}: {name} needs a value: {option.usage()}.")
+            elif form.free:
+                names.append(token)
             elif form.settings:
                 if eq:
                     if name in settings:
