@@ -213,7 +213,7 @@ def build_live(history: Any) -> r.Report:
     sections: list = [r.Line(_status(history), look="strong")]
     trip = _first_trip(history)
     if trip is not None:
-        sections.append(r.Line((r.Span("Tripped: ", "bad"), trip.message)))
+        sections.append(r.Line((r.Span("Tripped: ", "bad"), trip.message), look="boxed-strong"))
     sections.extend(_table(history))
     return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
 
@@ -318,7 +318,7 @@ def build_report(history: Any, note: str = "") -> r.Report:
     by_name = {w.name: w for w in watched}
     w = by_name.get(trip.name)
     stopped = bool(getattr(history, "stopped", False))
-    sections.append(r.Line((r.Span(f"Tripped at step {trip.step}: ", "bad"), trip.message)))
+    sections.append(r.Line((r.Span(f"Tripped at step {trip.step}: ", "bad"), trip.message), look="boxed-strong"))
     limits = ", ".join(f"{k}={_num(v)}" for k, v in (getattr(trip, "thresholds", {}) or {}).items())
     pairs: list = [
         ("condition", r.Span(trip.condition, "code")),
@@ -342,7 +342,13 @@ def build_report(history: Any, note: str = "") -> r.Report:
             else f"went on (--no-stop); {steps} steps watched in all",
         )
     )
-    sections.append(r.KeyValues(pairs, look="table"))
+    # HTML: a full-width table of fields, whose cells wrap a long name anywhere; text: key: value lines.
+    sections.append(
+        r.Table(
+            (r.Col("", width=14), r.Col("", width=86)), [list(p) for p in pairs], look="full", head=False, only="html"
+        )
+    )
+    sections.append(r.KeyValues(pairs, only="text"))
     sections.extend(_chart(history, trip))
     trips = list(getattr(history, "trips", ()) or ())
     others = [t for t in trips if t is not trip]
@@ -353,7 +359,7 @@ def build_report(history: Any, note: str = "") -> r.Report:
                 [t.message for t in others[:_MAX_TRIPS]],
                 head=f"Also tripped ({len(others)}):",
                 text_head=f"also tripped ({len(others)}):",
-                look="tight",
+                look="boxed-note",
                 indent=2,
                 more=more,
             )
