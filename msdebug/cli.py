@@ -272,14 +272,14 @@ def _diff_sides(args: argparse.Namespace) -> list:
 def _watch_report(args: argparse.Namespace) -> int:
     """The report of a saved watch: 1 when a condition tripped, 0 when none did, 3 when nothing
     was watched (no step, or no tensor), 2 with one line when DIR is no saved watch."""
-    from .dumps.watch import WatchHistory
-    from .errors import MsDebugError
-    from .views.watch import text_report
-
     if not os.path.isdir(args.path):
         what = "does not exist" if not os.path.exists(args.path) else "is not a directory"
         _say(f"msdebug watch-report: {echo(args.path)} {what}; give the DIR of %%mswatch --save DIR.", file=sys.stderr)
         return BAD_INPUT
+    from .dumps.watch import WatchHistory
+    from .errors import MsDebugError
+    from .views.watch import text_report
+
     try:
         history = WatchHistory.load(args.path)
     except (MsDebugError, OSError, ValueError) as error:

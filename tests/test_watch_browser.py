@@ -24,7 +24,7 @@ def _long_names(first_long: bool):
     history.watched[3] = type(history.watched[3])(
         long, "act", (16, 64, 128, 3), scope=long, defined_at="cell [1] line 9"
     )
-    history._stats[long] = history._stats.pop("encoder.layers.0.relu") * 1e9
+    history._stats[("act", long)] = history._stats.pop(("act", "encoder.layers.0.relu")) * 1e9
     history.trips.insert(
         0 if first_long else 1,
         Trip("acts:*:range(max_gt=1)", long, "act", 7, {"max": 1e9}, {"max_gt": 1.0}, f"acts {long}: max 1e9 > 1"),

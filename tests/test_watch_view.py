@@ -46,14 +46,18 @@ class History:
         rng = np.random.default_rng(seed)
         self.watched = list(watched)
         self.steps = np.asarray(steps, np.int64)
-        self._stats = {w.name: rng.random((len(self.steps), len(STATS))) for w in self.watched}
+        self._stats = {(w.kind, w.name): rng.random((len(self.steps), len(STATS))) for w in self.watched}
         self.trips = list(trips)
         self.first_trip = self.trips[0] if self.trips else None
         self.stopped = stopped
         self.conditions = list(conditions)
 
-    def stats(self, name):
-        return self._stats[name]
+    def stats(self, name, kind=None):
+        """A weight and its gradient share a name: ``kind`` picks one (the weight first without it)."""
+        for each in (kind,) if kind else ("weight", "grad", "act", "loss"):
+            if (each, name) in self._stats:
+                return self._stats[(each, name)]
+        raise KeyError(name)
 
 
 def _trip(name="fc3.weight", step=12, kind="grad"):
@@ -92,7 +96,7 @@ def test_the_live_table_has_a_row_per_tensor_with_its_last_values_and_a_sparklin
     assert len(rows) == 4
     fc1 = next(row for row in rows if "fc1.weight" in row)
     assert "weight" in fc1 and "(64, 32)" in fc1
-    last = history.stats("fc1.weight")[-1]
+    last = history.stats("fc1.weight", "weight")[-1]
     for value in last:
         assert view._num(value) in fc1
     assert fc1.count('class="msdebug-spark"') == len(STATS)
@@ -122,6 +126,22 @@ def test_the_first_tripping_step_is_highlighted_in_its_row_and_on_each_sparkline
     text = view.text_live(history)
     assert "* fc3.weight" in text and "(* tripped)" in text
     assert "Tripped: grads fc3.weight: abs_mean 3.0e-09 < 1e-07 at step 9" in text
+
+
+def test_a_weight_and_its_gradient_share_a_name_and_each_row_shows_its_own():
+    watched = [
+        Watched("fc.weight", "weight", (4, 4)),
+        Watched("fc.weight", "grad", (4, 4), defined_at="cell [1] line 2"),
+    ]
+    history = History(watched, range(6), [_trip("fc.weight", step=3)], stopped=True)
+    history._stats[("grad", "fc.weight")][:, :] = 7e-9
+    history._stats[("weight", "fc.weight")][:, :] = 0.5
+    rows = _rows(view.html_live(history))
+    assert "tripped at step 3" in rows[0] and "grad" in rows[0] and "7e-09" in rows[0] and "0.5" not in rows[0]
+    assert "tripped" not in rows[1] and "weight" in rows[1] and "0.5" in rows[1]
+    text = view.text_report(history)
+    assert "tensor: gradient of fc.weight" in text and "defined at: cell [1] line 2" in text
+    assert "|mean|: 7e-09 7e-09" in text  # the gradient's history, not the weight's
 
 
 def test_a_hostile_name_is_escaped_everywhere_and_stays_whole_in_text():

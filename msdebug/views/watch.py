@@ -37,6 +37,16 @@ _HEADS = {
     "nonfinite": "non-finite",
 }
 _STATS = tuple(_HEADS)
+# A trip's compared value -> the columns it comes from (dumps.watch names a few values of its own).
+_COMPARED = {
+    "zero_percentage": ("zero_share",),
+    "max_min": ("max", "min"),
+    "range_percentage": ("max", "min"),
+    "max_excess": ("max", "min"),
+    "abs_mean_update_ratio": ("abs_mean",),
+    "steps_since_best": ("mean",),
+    "best": ("mean",),
+}
 _KIND_WORDS = {"weight": "parameter", "grad": "gradient of", "act": "activation of Cell", "loss": "loss"}
 _MARK = '<line x1="{x}" y1="0" x2="{x}" y2="{h}" stroke="#cf222e" stroke-width="1.5" stroke-dasharray="2 1"/>'
 
@@ -71,12 +81,29 @@ def _first_trip(history: Any) -> Any:
     return first if first is not None else (trips[0] if trips else None)
 
 
-def _tripped_names(history: Any) -> dict[str, Any]:
-    """Each tripped tensor's first trip, in the order they tripped."""
-    found: dict[str, Any] = {}
+def _tripped_names(history: Any) -> dict[tuple[str, str], Any]:
+    """Each tripped tensor's first trip by ``(kind, name)`` (a weight and its gradient share a
+    name), in the order they tripped."""
+    found: dict[tuple[str, str], Any] = {}
     for trip in getattr(history, "trips", ()) or ():
-        found.setdefault(trip.name, trip)
+        found.setdefault((trip.kind, trip.name), trip)
     return found
+
+
+def _compared(trip: Any) -> set[str]:
+    """The statistics (columns) a trip compared: its values, named as the table's columns."""
+    found: set[str] = set()
+    for key in getattr(trip, "values", {}) or {}:
+        found.update(_COMPARED.get(key, (key,)))
+    return found
+
+
+def _stats_table(history: Any, watched: Any) -> Any:
+    """The tensor's statistics per recorded step, or None when the history has none for it."""
+    try:
+        return history.stats(watched.name, watched.kind)
+    except (LookupError, ValueError):
+        return None
 
 
 def _shown(history: Any) -> tuple[list[Any], int]:
@@ -90,8 +117,8 @@ def _shown(history: Any) -> tuple[list[Any], int]:
         index, w = item
         if w.kind == "loss":
             return (0, 0, index)
-        if w.name in order:
-            return (1, order[w.name], index)
+        if (w.kind, w.name) in order:
+            return (1, order[(w.kind, w.name)], index)
         return (2, 0, index)
 
     ordered = [w for _, w in sorted(enumerate(watched), key=rank)]
@@ -123,16 +150,13 @@ def _spark(values: Sequence[float], title: str, mark: int | None) -> str:
 
 def _row(history: Any, watched: Any, steps: Sequence[int], trip: Any) -> r.Row:
     stats = _stats_of(history)
-    try:
-        table = history.stats(watched.name)
-    except (KeyError, LookupError):
-        table = None
+    table = _stats_table(history, watched)
     count = 0 if table is None else len(table)
     mark = None
     if trip is not None:
         where = [i for i, step in enumerate(steps) if int(step) == int(trip.step)]
         mark = where[0] if where else None
-    compared = set(getattr(trip, "values", {}) or {}) if trip is not None else set()
+    compared = _compared(trip) if trip is not None else set()
     scope = getattr(watched, "scope", "") or ""
     # HTML: the name, its Cell scope and the trip under it; text: the name, a star when it tripped.
     first: list = [
@@ -163,7 +187,7 @@ def _table(history: Any) -> list:
     shown, left_out = _shown(history)
     steps = [int(s) for s in getattr(history, "steps", ())]
     tripped = _tripped_names(history)
-    rows = [_row(history, w, steps, tripped.get(w.name)) for w in shown]
+    rows = [_row(history, w, steps, tripped.get((w.kind, w.name))) for w in shown]
     sections: list = [r.Table(_columns(history), rows, look="grid")] if rows else []
     if tripped and rows:
         sections.append(r.Line("(* tripped)", only="text"))
@@ -239,19 +263,14 @@ def _against(trip: Any) -> str:
     return f"{values or '-'} against {limits or '-'}"
 
 
-def _chart(history: Any, trip: Any) -> list:
+def _chart(history: Any, watched: Any, trip: Any) -> list:
     """The tripped tensor's history: the compared statistics (or all) over the steps."""
     stats = _stats_of(history)
-    try:
-        table = history.stats(trip.name)
-    except (KeyError, LookupError):
-        return []
+    table = _stats_table(history, watched)
     steps = [int(s) for s in history.steps]
     if table is None or len(table) == 0:
         return []
-    compared = [s for s in (getattr(trip, "values", {}) or {}) if s in stats] or [
-        s for s in ("max", "min", "mean", "l2") if s in stats
-    ]
+    compared = [s for s in stats if s in _compared(trip)] or [s for s in ("max", "min", "mean", "l2") if s in stats]
     series = {_HEADS.get(s, s): [float(v) for v in table[:, stats.index(s)]] for s in compared}
     marks = [(i, f"tripped: step {trip.step}") for i, step in enumerate(steps) if step == int(trip.step)][:1]
     first, last = (steps[0], steps[-1]) if steps else (0, 0)
@@ -315,8 +334,8 @@ def build_report(history: Any, note: str = "") -> r.Report:
             )
         sections.extend(_table(history))
         return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
-    by_name = {w.name: w for w in watched}
-    w = by_name.get(trip.name)
+    by_key = {(w.kind, w.name): w for w in watched}
+    w = by_key.get((trip.kind, trip.name))
     stopped = bool(getattr(history, "stopped", False))
     sections.append(r.Line((r.Span(f"Tripped at step {trip.step}: ", "bad"), trip.message), look="boxed-strong"))
     limits = ", ".join(f"{k}={_num(v)}" for k, v in (getattr(trip, "thresholds", {}) or {}).items())
@@ -349,7 +368,8 @@ def build_report(history: Any, note: str = "") -> r.Report:
         )
     )
     sections.append(r.KeyValues(pairs, only="text"))
-    sections.extend(_chart(history, trip))
+    if w is not None:
+        sections.extend(_chart(history, w, trip))
     trips = list(getattr(history, "trips", ()) or ())
     others = [t for t in trips if t is not trip]
     if others:
