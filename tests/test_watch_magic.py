@@ -67,3 +67,70 @@ def test_updates_are_throttled_by_the_clock_to_four_a_second_and_the_first_step_
     assert shown[0] == 0  # the first step is shown at once
     assert shown == list(range(0, 100, 10))  # then one every 0.25 s, never more
     assert (live.shown, live.skipped) == (10, 90)
+
+
+# --------------------------------------------------------------------------- msdebug watch-report
+
+
+def _saved(path, trip: bool, steps: int = 4, watched: bool = True):
+    """A watch saved by dumps.watch, as %%mswatch --save writes it."""
+    from msdebug.dumps.watch import STATS, Trip, Watched, WatchHistory
+
+    history = WatchHistory(conditions=["grads:*:vanishing(abs_mean_lt=1e-07)"], stopped=trip)
+    if watched:
+        history.add(Watched("fc.weight", "grad", (4, 4), "float32", defined_at="cell [3] line 2"))
+    for step in range(steps):
+        history.record(step, {("grad", "fc.weight"): {s: 0.5 / (step + 1) for s in STATS}} if watched else {})
+    if trip:
+        history.trips.append(
+            Trip(
+                "grads:*:vanishing(abs_mean_lt=1e-07)",
+                "fc.weight",
+                "grad",
+                steps - 1,
+                {"abs_mean": 3e-9},
+                {"abs_mean_lt": 1e-7},
+                f"grads fc.weight: abs_mean 3e-09 < 1e-07 at step {steps - 1}",
+            )  # fmt: skip
+        )
+    return history.save(path)
+
+
+@pytest.mark.parametrize(
+    ("trip", "steps", "watched", "status", "said"),
+    [
+        (True, 4, True, 1, "Tripped at step 3: grads fc.weight: abs_mean 3e-09 < 1e-07 at step 3"),
+        (False, 4, True, 0, "4 steps watched, nothing tripped: conditions grads:*:vanishing(abs_mean_lt=1e-07)"),
+        (False, 0, True, 3, "0 steps watched: 1 grad watched, but no step ended"),
+        (False, 3, False, 3, "Nothing watched: no tensor matched the conditions"),
+    ],
+)
+def test_watch_report_prints_the_saved_report_and_its_status_says_what_it_found(
+    tmp_path, capsys, trip, steps, watched, status, said
+):
+    from msdebug.cli import main
+
+    saved = _saved(tmp_path / "w", trip, steps, watched)
+    assert main(["watch-report", str(saved)]) == status
+    out = capsys.readouterr().out
+    assert said in out.splitlines()[0]
+    if trip:
+        assert "defined at: cell [3] line 2" in out and "history of fc.weight over steps 0..3:" in out
+
+
+def test_watch_report_on_a_bad_dir_is_one_line(tmp_path, capsys):
+    from msdebug.cli import main
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "watch.json").write_text('{"format": 1, "stats": ["max"]\n\n}')
+    (tmp_path / "empty").mkdir()
+    for path, said in (
+        (tmp_path / "missing", "does not exist; give the DIR of %%mswatch --save DIR."),
+        (tmp_path / "file", "is not a directory"),
+        (tmp_path / "junk", "is not a saved watch:"),
+        (tmp_path / "empty", "is not a saved watch:"),
+    ):
+        assert main(["watch-report", str(path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and said in captured.err and captured.err.count("\n") == 1, (path, captured.err)

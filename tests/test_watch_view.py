@@ -214,7 +214,7 @@ def test_nothing_tripped_says_how_many_steps_and_the_conditions():
 @pytest.mark.parametrize(
     ("history", "said"),
     [
-        (_net(steps=[]), "0 steps watched: 1 weight, 1 grad, 1 act, the loss were watched but no step ended"),
+        (_net(steps=[]), "0 steps watched: 1 weight, 1 grad, 1 act, the loss watched, but no step ended"),
         (History([], []), "Nothing watched: no tensor matched the conditions"),
         (History([], range(3)), "Nothing watched: no tensor matched the conditions"),
     ],

@@ -317,7 +317,7 @@ def build_report(history: Any, note: str = "") -> r.Report:
                 r.Line(
                     (
                         r.Span("0 steps watched", "bad"),
-                        f": {_counts(history)} were watched but no step ended (a loop needs msdebug.step(); "
+                        f": {_counts(history)} watched, but no step ended (a loop needs msdebug.step(); "
                         f"Model.train needs the watch's callback); nothing was checked.",
                     )
                 )
