@@ -20,6 +20,8 @@ __all__ = [
     "profile",
     "profiler_options",
     "step",
+    "watch",
+    "last_watch",
     "__version__",
     "capture_print",
     "context",
@@ -153,11 +155,32 @@ def profile(steps=None, output=None, timeline: bool = False, top: int = 15, verb
     return _profile(steps=steps, output=output, timeline=timeline, top=top, verbose=verbose, order=order)
 
 
-def step() -> None:
-    """End a step of the running ``msdebug.profile()`` / ``%%msprofile`` (nothing outside one)."""
+def step(loss=None) -> None:
+    """End a step of the running ``msdebug.profile()`` / ``%%msprofile`` and of the running
+    ``msdebug.watch()`` / ``%%mswatch`` (nothing outside them); ``loss`` is checked by the watch."""
     from .recorders.profile import step as _step
 
     _step()
+    if "msdebug.recorders.watch" in sys.modules:  # no watch ever started: nothing to import
+        sys.modules["msdebug.recorders.watch"].step(loss)
+
+
+def watch(*conditions: str, every: int = 1, stop: bool = True, net=None, optimizer=None, save=None):
+    """``with msdebug.watch("grads:*:vanishing", every=10) as w:`` watch the weights, gradients,
+    activations and loss of the training in the block, step by step (``msdebug.step(loss)`` ends
+    a step; without it the optimizer's call does); no condition: the recommended set. With
+    ``stop`` the block ends at the end of the first step a condition trips. ``w.callback()`` is
+    the ``Model.train`` callback; ``w.history`` what was recorded."""
+    from .recorders.watch import watch as _watch
+
+    return _watch(*conditions, every=every, stop=stop, net=net, optimizer=optimizer, save=save)
+
+
+def last_watch():
+    """The statistics the last watch recorded: a pandas DataFrame (a list of rows without pandas)."""
+    from .recorders.watch import last_watch as _last
+
+    return _last()
 
 
 def open_profile(path, top: int = 15, order: str = "time"):

@@ -1,0 +1,581 @@
+"""What ``%%mswatch`` needs from MindSpore: statistics on the device, and where the tensors are.
+
+* :func:`statistics`: max, min, mean, mean of ``|x|``, L2 norm, share of zeros and count of
+  NaN/Inf of many tensors at once, with the change of the weights since a copy, computed by one
+  compiled function (``mindspore.jit`` over a tuple of tensors) that returns one small matrix:
+  one copy to the host per step, never a whole tensor.
+* :class:`Tracker`: in PyNative, the optimizer's call (``nn.Optimizer.__call__``, wrapped with
+  :class:`~msdebug.backend.hooks.Patches`) gives the weights it updates and the gradients it
+  receives; forward hooks on the network's sub-cells give the activations. ``nn.TrainOneStepCell``'s
+  call is wrapped too: its end ends a step, with its output as the loss. In GRAPH mode a
+  TrainOneStepCell runs as :class:`WatchedStep`, a Cell that does what its ``construct`` does
+  and returns the statistics as a second output, so one graph run gives them; no dump.
+* :func:`watch_callback`: the ``Model.train`` callback.
+
+MindSpore's statistics-only dump (``saved_data: "statistic"``) does the same on GPU and Ascend
+for every op; the CPU build refuses it (``storing statistic dump is only supported on GPU and
+Ascend``), so here it is only named by :func:`statistic_dump_available` and not used: the graph
+wrapper works on every device and gives the session the same rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import interrupts
+from ..dumps.watch import STATS, Needs, Watched
+from .hooks import Patches, optimizer_parameters, tensors_in
+
+__all__ = [
+    "Targets",
+    "Tracker",
+    "WatchedStep",
+    "find_targets",
+    "graph_mode",
+    "statistic_dump_available",
+    "statistics",
+    "watch_callback",
+]
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@functools.cache
+def _kernels() -> tuple[Callable, Callable]:
+    """The two functions MindSpore compiles (in ``jit`` and inside :class:`WatchedStep`):
+    ``rows`` and ``copies``; made on first use, so that importing this module imports no MindSpore."""
+    from mindspore import dtype as mstype
+    from mindspore import ops
+
+    def rows(weights, prevs, others, rtols, ranges):
+        """One row per tensor, weights first: :data:`STATS`, the share of values in each range,
+        then for the weights that have a copy in ``prevs`` (the first ``len(prevs)``) the mean
+        ``|update|``, the mean ``|before|``, the share of zeros before and, per ``rtol``,
+        ``max(|update| - rtol * |before|)``; zeros where a tensor has no such value."""
+        out = []
+        count = len(weights) + len(others)
+        for i in range(count):
+            if i < len(weights):
+                x = weights[i].astype(mstype.float32)
+            else:
+                x = others[i - len(weights)].astype(mstype.float32)
+            n = x.size
+            zero = x.max() * 0
+            row = [x.max(), x.min(), x.mean(), ops.abs(x).mean(), ops.sqrt((x * x).sum()),
+                   (x == 0).astype(mstype.float32).sum() / n, n - ops.isfinite(x).astype(mstype.float32).sum()]  # fmt: skip
+            for low, high in ranges:
+                row.append(((x >= low) & (x <= high)).astype(mstype.float32).sum() / n)
+            if len(prevs) > 0:
+                if i < len(prevs):
+                    before = prevs[i].astype(mstype.float32)
+                    change = ops.abs(x - before)
+                    size = ops.abs(before)
+                    row.append(change.mean())
+                    row.append(size.mean())
+                    row.append((before == 0).astype(mstype.float32).sum() / n)
+                    for rtol in rtols:
+                        row.append((change - rtol * size).max())
+                else:
+                    for _ in range(3 + len(rtols)):
+                        row.append(zero)
+            out.append(ops.stack(row))
+        return ops.stack(out)
+
+    def copies(tensors):
+        """Copies of ``tensors`` on the device."""
+        out = []
+        for tensor in tensors:
+            out.append(tensor + 0)
+        return tuple(out)
+
+    return rows, copies
+
+
+@functools.cache
+def _compiled() -> tuple[Callable, Callable]:
+    import mindspore as ms
+
+    rows, copy = _kernels()
+    return ms.jit(rows), ms.jit(copy)
+
+
+def _value(tensor: Any) -> Any:
+    """A Parameter's current data as a Tensor a compiled function takes (taken anew each step:
+    ``set_data`` gives a Parameter new storage)."""
+    value = getattr(tensor, "value", None)
+    return value() if callable(value) and type(tensor).__name__ == "Parameter" else tensor
+
+
+def statistics(weights: list, prevs: list, others: list, needs: Needs) -> np.ndarray:
+    """float64 matrix, one row per tensor (``weights`` then ``others``): :data:`STATS`, then
+    ``needs.extras``; NaN where a value does not apply (no copy of a weight, not a weight)."""
+    rows, _ = _compiled()
+    # mutable: tensors in a tuple are otherwise constants, and each new value compiles anew
+    matrix = rows(_tuple(weights), _tuple(prevs), _tuple(others), needs.rtols, needs.ranges)
+    return _finish(matrix.asnumpy(), len(prevs), needs)
+
+
+def _finish(matrix: np.ndarray, with_prevs: int, needs: Needs) -> np.ndarray:
+    values = np.asarray(matrix, dtype=np.float64)
+    first = len(STATS) + len(needs.ranges)
+    if needs.update:
+        if values.shape[1] == first:  # no copies this step: the update columns are missing
+            values = np.concatenate([values, np.zeros((len(values), 3 + len(needs.rtols)))], axis=1)
+        values[with_prevs:, first:] = np.nan
+    return values
+
+
+def copies(tensors: list) -> list:
+    """Copies on the device (one compiled call), for the change of the weights over a step."""
+    if not tensors:
+        return []
+    _, copy = _compiled()
+    return list(copy(_tuple(tensors)))
+
+
+def _tuple(tensors: list) -> Any:
+    from mindspore import mutable
+
+    values = tuple(_value(t) for t in tensors)
+    return mutable(values) if values else values
+
+
+def statistic_dump_available() -> bool:
+    """Whether MindSpore's statistics-only dump exists on this device (GPU, Ascend; not CPU)."""
+    import mindspore as ms
+
+    return ms.get_context("device_target") in ("GPU", "Ascend")
+
+
+def graph_mode() -> bool:
+    import mindspore as ms
+
+    return ms.get_context("mode") == ms.GRAPH_MODE
+
+
+# --------------------------------------------------------------------------- what is trained
+
+
+class Targets:
+    """The networks (for activations and weights), optimizers, training steps and Models of a
+    namespace."""
+
+    def __init__(self) -> None:
+        self.nets: list[Any] = []
+        self.optimizers: list[Any] = []
+        self.steps: list[Any] = []
+        self.models: list[Any] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.nets or self.optimizers or self.steps)
+
+
+def _backbone(cell: Any) -> Any:
+    from mindspore import nn
+
+    if isinstance(cell, nn.WithLossCell):
+        return cell._backbone
+    return cell
+
+
+def find_targets(namespace: dict | None, net: Any = None, optimizer: Any = None) -> Targets:
+    """What to watch: ``net`` and ``optimizer`` when given, else every Optimizer,
+    TrainOneStepCell, Model and network the namespace holds (names starting with ``_`` left out).
+    Networks inside another one found are watched as part of it."""
+    from mindspore import nn
+    from mindspore.train import Model
+
+    found = Targets()
+    candidates: list[Any] = []
+
+    def take(value: Any) -> None:
+        if isinstance(value, Model):
+            found.models.append(value)
+            if getattr(value, "_optimizer", None) is not None:
+                found.optimizers.append(value._optimizer)
+            if getattr(value, "_network", None) is not None:
+                candidates.append(_backbone(value._network))
+        elif isinstance(value, nn.Optimizer):
+            found.optimizers.append(value)
+        elif isinstance(value, nn.TrainOneStepCell):
+            found.steps.append(value)
+            found.optimizers.append(value.optimizer)
+            candidates.append(_backbone(value.network))
+        elif isinstance(value, nn.WithLossCell):
+            candidates.append(value._backbone)
+        elif isinstance(value, nn.Cell) and not isinstance(value, nn.LossBase):
+            candidates.append(value)
+
+    if net is not None or optimizer is not None:
+        for value in (net, optimizer):
+            if value is not None:
+                take(value)
+    else:
+        for name, value in list((namespace or {}).items()):
+            if not name.startswith("_"):
+                take(value)
+    inside: set[int] = set()
+    for cell in candidates:
+        inside.update(id(child) for _, child in cell.cells_and_names() if child is not cell)
+    for cell in candidates:
+        if id(cell) not in inside and all(cell is not other for other in found.nets):
+            found.nets.append(cell)
+    found.optimizers = list({id(o): o for o in found.optimizers}.values())
+    found.steps = list({id(s): s for s in found.steps}.values())
+    return found
+
+
+@functools.cache
+def _defined_at(cls: type) -> str:
+    """``cell [3] line 5`` or ``model.py:12``: where a Cell class of the person's own is defined."""
+    from ..dumps.cells import cell_number, is_cell, typed_line
+
+    try:
+        path = inspect.getsourcefile(cls) or ""
+        line = inspect.getsourcelines(cls)[1]
+    except (OSError, TypeError):
+        return ""
+    if "site-packages" in path or not path:
+        return ""
+    if is_cell(path):
+        number = cell_number(path)
+        return f"cell [{number}] line {typed_line(path, line)}" if number is not None else ""
+    return f"{os.path.basename(path)}:{line}"
+
+
+class _Net:
+    """One watched network: the names of its sub-cells."""
+
+    def __init__(self, net: Any) -> None:
+        self.net = net
+        self.names = {id(cell): name for name, cell in net.cells_and_names() if name}
+        self.cells = [cell for name, cell in net.cells_and_names() if name]
+        self.root_at = _defined_at(type(net))
+
+
+_current: Tracker | None = None
+
+
+class Tracker:
+    """The tensors of a training, seen step by step. ``session`` is told when a watched call
+    begins and ends (:meth:`~msdebug.recorders.watch.WatchSession` ``_call_began`` /
+    ``_call_ended``) and says whether the step is watched (``watching``)."""
+
+    def __init__(self, session: Any, targets: Targets, needs: Needs) -> None:
+        self.session = session
+        self.needs = needs
+        self.weights: dict[str, Any] = {}
+        self.grads: dict[str, Any] = {}
+        self.acts: list[tuple[str, str, Any, str]] = []  # name, scope, tensor, defined_at
+        self.prevs: dict[str, Any] = {}
+        self.busy = False
+        self.notes: list[str] = []
+        self._nets = [_Net(net) for net in targets.nets]
+        self._optimizers: dict[int, list[str]] = {}
+        self._graph_steps: dict[int, WatchedStep] = {}
+        self._graph_rows: tuple[list[tuple[str, str]], np.ndarray] | None = None
+        self._calls: dict[str, int] = {}
+        self._patches = Patches()
+        self._handles: list[Any] = []
+        for net in targets.nets:
+            for _, parameter in net.parameters_and_names():
+                self.weights.setdefault(parameter.name, parameter)
+        for optimizer in targets.optimizers:
+            self._add_optimizer(optimizer)
+
+    # ---- lifecycle
+    @interrupts.protected
+    def install(self) -> None:
+        """Wrap the optimizer's and the training step's call; forward hooks on the sub-cells."""
+        global _current
+        from mindspore import nn
+
+        plan = [(nn.Optimizer, "__call__", _optimizer_call(nn.Optimizer.__call__)),
+                (nn.TrainOneStepCell, "__call__", _step_call(nn.TrainOneStepCell.__call__))]  # fmt: skip
+        try:
+            self._patches.apply(plan)
+            # In GRAPH mode MindSpore compiles a Cell's forward hooks into its graph, where ours cannot run.
+            for watched in [] if graph_mode() else self._nets:
+                for cell in watched.cells:
+                    self._handles.append(cell.register_forward_hook(self._forward_hook(watched)))
+        except BaseException:
+            self.remove()
+            raise
+        _current = self
+
+    @interrupts.protected
+    def remove(self) -> None:
+        """Every patch and hook off, the held tensors let go; once, however often it is called."""
+        global _current
+        if _current is self:
+            _current = None
+        try:
+            while self._handles:
+                self._handles.pop().remove()
+        finally:
+            self._patches.restore()
+            self.grads, self.acts, self.prevs = {}, [], {}
+
+    # ---- what is watched
+    def _add_optimizer(self, optimizer: Any) -> None:
+        if id(optimizer) in self._optimizers:
+            return
+        names = optimizer_parameters(optimizer) or []
+        self._optimizers[id(optimizer)] = names
+        parameters = getattr(optimizer, "_parameters", None) or optimizer.parameters
+        for parameter in parameters:
+            self.weights.setdefault(parameter.name, parameter)
+
+    @property
+    def known_kinds(self) -> set[str]:
+        kinds = {"weights"} if self.weights else set()
+        if self._optimizers:
+            kinds.add("grads")
+        return kinds
+
+    def _forward_hook(self, watched: _Net) -> Callable:
+        def hook(cell, args, output):
+            if self.busy or _current is not self or not self.session.watching:
+                return None
+            found = tensors_in(output)
+            if found:
+                scope = watched.names.get(id(cell), type(cell).__name__)
+                calls = self._calls.get(scope, 0)
+                self._calls[scope] = calls + 1
+                name = scope if calls == 0 else f"{scope}#{calls}"
+                own = _defined_at(type(cell)) or watched.root_at
+                self.acts.append((name, scope, found[0], own))
+            return None
+
+        return hook
+
+    # ---- steps
+    def begin_step(self, watched: bool) -> None:
+        """A new step: let the last one's tensors go; copy the weights when the step is watched
+        and a condition needs their change (not for a GRAPH step, which copies inside its graph)."""
+        self.grads, self.acts, self.prevs, self._calls = {}, [], {}, {}
+        self._graph_rows = None
+        if not (watched and self.needs.update and self.weights):
+            return
+        if graph_mode() and self._graph_steps:
+            return
+        self.busy = True
+        try:
+            names = list(self.weights)
+            self.prevs = dict(zip(names, copies([self.weights[n] for n in names]), strict=True))
+        finally:
+            self.busy = False
+
+    def collect(self) -> tuple[list[Watched], dict[tuple[str, str], dict[str, float]]]:
+        """The watched tensors of this step and their statistics (one compiled call)."""
+        if self._graph_rows is not None:
+            keys, matrix = self._graph_rows
+            watched = self._describe(keys)
+            return watched, self._as_rows(keys, matrix)
+        names = list(self.weights)
+        with_prev = [n for n in names if n in self.prevs]
+        without = [n for n in names if n not in self.prevs]
+        weight_keys = [("weight", n) for n in with_prev + without]
+        others = [(("grad", n), t) for n, t in self.grads.items()] + [(("act", a[0]), a[2]) for a in self.acts]
+        others = [(key, tensor) for key, tensor in others if _size(tensor)]
+        keys = weight_keys + [key for key, _ in others]
+        if not keys:
+            return [], {}
+        self.busy = True
+        try:
+            matrix = statistics([self.weights[n] for n in with_prev + without], [self.prevs[n] for n in with_prev],
+                                [tensor for _, tensor in others], self.needs)  # fmt: skip
+        finally:
+            self.busy = False
+        return self._describe(keys), self._as_rows(keys, matrix)
+
+    def _describe(self, keys: list[tuple[str, str]]) -> list[Watched]:
+        acts = {a[0]: a for a in self.acts}
+        out = []
+        for kind, name in keys:
+            if kind == "act":
+                _, scope, tensor, at = acts[name]
+            else:
+                tensor = self.weights.get(name) if kind == "weight" else self.grads.get(name, self.weights.get(name))
+                scope, at = "", ""
+            shape = tuple(int(s) for s in getattr(tensor, "shape", ()))
+            out.append(Watched(name, kind, shape, str(getattr(tensor, "dtype", "")), scope, at))
+        return out
+
+    def _as_rows(self, keys: list[tuple[str, str]], matrix: np.ndarray) -> dict[tuple[str, str], dict[str, float]]:
+        columns = (*STATS, *self.needs.extras)
+        return {key: dict(zip(columns, map(float, matrix[i]), strict=False)) for i, key in enumerate(keys)}
+
+    # ---- the wrapped calls
+    def optimizer_call(self, original: Callable, optimizer: Any, args: tuple, kwargs: dict) -> Any:
+        self._add_optimizer(optimizer)
+        self.session._call_began()
+        done = False
+        try:
+            output = original(optimizer, *args, **kwargs)
+            done = True
+        finally:
+            if done and self.session.watching and args:
+                names = self._optimizers[id(optimizer)]
+                gradients = args[0] if isinstance(args[0], (tuple, list)) else (args[0],)
+                for name, gradient in zip(names, gradients, strict=False):
+                    self.grads[name] = gradient
+            self.session._call_ended(None, done)
+        return output
+
+    def step_call(self, original: Callable, cell: Any, args: tuple, kwargs: dict) -> Any:
+        self._add_optimizer(cell.optimizer)
+        self.session._call_began()
+        done = False
+        output = None
+        try:
+            if graph_mode() and self.session.watching and _exact_step(cell) and not kwargs:
+                output = self._graph_step(cell, args)
+            else:
+                output = original(cell, *args, **kwargs)
+            done = True
+        finally:
+            self.session._call_ended(output, done)
+        return output
+
+    def _graph_step(self, cell: Any, args: tuple) -> Any:
+        wrapper = self._graph_steps.get(id(cell))
+        names = list(self.weights)
+        if wrapper is None or wrapper.names != names:
+            wrapper = WatchedStep(cell, [self.weights[n] for n in names], self.needs)
+            self._graph_steps[id(cell)] = wrapper
+        loss, matrix = wrapper(*args)
+        grads = self._optimizers[id(cell.optimizer)]
+        keys = [("weight", n) for n in names] + [("grad", n) for n in grads]
+        for name, parameter in zip(grads, cell.weights, strict=False):
+            self.grads[name] = parameter  # for its shape and dtype: the gradient itself stays in the graph
+        self._graph_rows = (keys, _finish(matrix.asnumpy(), len(names) if self.needs.update else 0, self.needs))
+        return loss
+
+
+def _size(tensor: Any) -> int:
+    try:
+        return int(np.prod(tensor.shape))
+    except (AttributeError, TypeError):
+        return 0
+
+
+def _exact_step(cell: Any) -> bool:
+    """A plain ``nn.TrainOneStepCell`` (a subclass may change its ``construct``), with nothing
+    :class:`WatchedStep` does not redo."""
+    from mindspore import nn
+
+    return (type(cell) is nn.TrainOneStepCell and not cell.return_grad
+            and not getattr(cell, "use_graceful_exit", False))  # fmt: skip
+
+
+def _optimizer_call(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __call__(optimizer, *args, **kwargs):
+        tracker = _current
+        if tracker is None or tracker.busy:
+            return original(optimizer, *args, **kwargs)
+        return tracker.optimizer_call(original, optimizer, args, kwargs)
+
+    return __call__
+
+
+def _step_call(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __call__(cell, *args, **kwargs):
+        tracker = _current
+        if tracker is None or tracker.busy:
+            return original(cell, *args, **kwargs)
+        return tracker.step_call(original, cell, args, kwargs)
+
+    return __call__
+
+
+def _watched_step_class() -> type:
+    """:class:`WatchedStep`, made on first use (it derives from ``nn.Cell``)."""
+    from mindspore import ParameterTuple, nn, ops
+
+    rows, copy = _kernels()
+
+    class _WatchedStep(nn.Cell):
+        def __init__(self, step: Any, weights: list, needs: Needs) -> None:
+            super().__init__(auto_prefix=False)
+            self.step = step
+            self.watched = ParameterTuple(weights)
+            self.names = [w.name for w in weights]
+            self.update = needs.update
+            self.rtols = needs.rtols
+            self.ranges = needs.ranges
+
+        def construct(self, *inputs):
+            step = self.step
+            prevs = ()
+            if self.update:
+                prevs = copy(self.watched)
+            loss = step.network(*inputs)
+            sens = ops.fill(loss.dtype, loss.shape, step.sens)
+            grads = step.grad(step.network, step.weights)(*inputs, sens)
+            grads = step.grad_reducer(grads)
+            loss = ops.depend(loss, step.optimizer(grads))
+            return loss, rows(self.watched, prevs, grads, self.rtols, self.ranges)
+
+    return _WatchedStep
+
+
+class WatchedStep:
+    """A plain ``nn.TrainOneStepCell`` run in GRAPH mode with the statistics of its weights
+    (after the update, and their change) and gradients as a second output."""
+
+    def __new__(cls, step: Any, weights: list, needs: Needs):  # noqa: D102 - a Cell made on first use
+        return _cached_class()(step, weights, needs)
+
+
+@functools.cache
+def _cached_class() -> type:
+    return _watched_step_class()
+
+
+# --------------------------------------------------------------------------- Model.train
+
+
+@functools.cache
+def _callback_class() -> type:
+    from mindspore.train import Callback
+
+    class WatchCallback(Callback):
+        """``Model.train(..., callbacks=[session.callback()])``: each step's end ends a watched
+        step, with the step's ``net_outputs`` as the loss; a trip with ``stop`` asks Model to stop."""
+
+        def __init__(self, session: Any) -> None:
+            super().__init__()
+            self.session = session
+
+        def on_train_step_end(self, run_context):
+            outputs = run_context.original_args().net_outputs
+            if self.session._callback_step(outputs):
+                run_context.request_stop()
+
+    return WatchCallback
+
+
+def watch_callback(session: Any) -> Any:
+    """A ``mindspore.train.Callback`` that reports each step's end to ``session``."""
+    return _callback_class()(session)
+
+
+def loss_value(output: Any) -> float | None:
+    """The loss in a step's output (the first tensor of a tuple), as a float; None if none."""
+    found = tensors_in(output)
+    if not found:
+        if isinstance(output, (int, float)) and not isinstance(output, bool):
+            return float(output)
+        return None
+    values = np.asarray(found[0].asnumpy(), dtype=np.float64)
+    return float(values.reshape(-1)[0]) if values.size == 1 else float(values.mean())
