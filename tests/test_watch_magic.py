@@ -4,6 +4,8 @@ stop, Ctrl-C, and ``msdebug watch-report DIR``."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from IPython.core.error import UsageError
 
@@ -134,3 +136,113 @@ def test_watch_report_on_a_bad_dir_is_one_line(tmp_path, capsys):
         assert main(["watch-report", str(path)]) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and said in captured.err and captured.err.count("\n") == 1, (path, captured.err)
+
+
+# --------------------------------------------------------------------------- real trainings
+
+SETUP = """
+import numpy as np, mindspore as ms, msdebug
+from mindspore import nn
+ms.set_context(mode=ms.PYNATIVE_MODE)
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(8, 16)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Dense(16, 1)
+    def construct(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+def trainer(lr):
+    net = Net()
+    return net, nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), lr))
+net, train = trainer(0.0)  # a learning rate of 0: the weights never change
+x = ms.Tensor(np.random.default_rng(0).random((4, 8), np.float32))
+y = ms.Tensor(np.zeros((4, 1), np.float32))
+"""
+
+
+@pytest.fixture
+def trained(ip):
+    ip.run_cell(SETUP).raise_error()
+    return ip
+
+
+def _shown(ip, cell: str):
+    """Run ``cell``; the report it displayed (captured from the display publisher), and its result."""
+    from msdebug.ipython.magics.watch import Watching
+
+    shown = []
+    original = ip.display_formatter.format
+
+    def format(obj, *args, **kwargs):
+        if isinstance(obj, Watching):
+            shown.append(obj)
+        return original(obj, *args, **kwargs)
+
+    ip.display_formatter.format = format
+    try:
+        result = ip.run_cell(cell)
+    finally:
+        ip.display_formatter.format = original
+    return shown, result
+
+
+def test_a_frozen_layer_stops_the_training_at_its_first_step_and_the_report_says_where(trained):
+    shown, result = _shown(
+        trained, "%%mswatch weights:fc1*:not_changed\nfor i in range(20):\n    train(x, y)\ndone = True"
+    )
+    # Stopped at the end of step 0: the loop went no further, the cell ended cleanly.
+    assert result.error_in_exec is None and trained.user_ns["i"] == 0 and "done" not in trained.user_ns
+    assert len(shown) == 1 and shown[0].final
+    history = shown[0].history
+    assert history.stopped and history.first_trip.name == "fc1.weight" and history.first_trip.step == 0
+    text = repr(shown[0])
+    assert "Tripped at step 0: weights fc1.weight: unchanged" in text
+    assert "condition: `weights:fc1*:not_changed(rtol=1e-05,atol=1e-08)`" in text
+    assert "tensor: parameter fc1.weight, shape (16, 8)" in text and "stopped at the end of step 0" in text
+    assert "* fc1.weight" in text
+    assert "tripped at step 0" in shown[0]._repr_html_()
+
+
+def test_nothing_tripped_says_the_steps_and_the_updates_were_throttled(trained):
+    trained.run_cell("net, train = trainer(0.01)").raise_error()
+    started = time.monotonic()
+    shown, result = _shown(
+        trained, "%%mswatch grads:*:vanishing(abs_mean_lt=1e-30)\nfor i in range(40):\n    train(x, y)"
+    )
+    seconds = time.monotonic() - started
+    assert result.error_in_exec is None
+    text = repr(shown[-1])
+    assert text.startswith("40 steps watched, nothing tripped: conditions grads:*:vanishing(abs_mean_lt=1e-30)")
+    live = trained.magics_manager.registry["WatchMagics"].last_live
+    assert live.shown + live.skipped == 40 and live.shown >= 1  # the first step is shown at once
+    assert live.shown <= 1 + 4 * seconds  # never more than 4 a second over the time the cell ran
+
+
+@pytest.mark.parametrize(
+    ("condition", "said"),
+    [
+        ("weights:fc9*:not_changed", "the pattern 'fc9*' matches no weights (fc1.weight, fc1.bias"),
+        ("grads:*:vanishng", "Did you mean 'vanishing'?"),
+        ("grads:*:vanishing(abs_mean_lt=abc)", "abs_mean_lt must be a number, got 'abc'."),
+    ],
+)
+def test_a_bad_condition_is_one_line_and_the_training_does_not_start(trained, condition, said):
+    trained.user_ns["ran"] = 0
+    shown, result = _shown(trained, f"%%mswatch {condition}\nfor i in range(3):\n    ran += 1\n    train(x, y)")
+    error = result.error_in_exec
+    assert type(error) is UsageError and said in str(error) and "\n" not in str(error)
+    assert trained.user_ns["ran"] == 0 and shown == []
+
+
+def test_save_then_watch_report_reads_it(trained, tmp_path, capsys):
+    from msdebug.cli import main
+
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    result = trained.run_cell(f"%%mswatch --save {tmp_path / 'full'}\ntrain(x, y)")
+    assert type(result.error_in_exec) is UsageError and "is not an empty directory" in str(result.error_in_exec)
+    _shown(trained, f"%%mswatch weights:fc1*:not_changed --save {tmp_path / 'w'}\nfor i in range(5):\n    train(x, y)")
+    capsys.readouterr()
+    assert main(["watch-report", str(tmp_path / "w")]) == 1
+    assert "Tripped at step 0: weights fc1.weight: unchanged" in capsys.readouterr().out

@@ -232,6 +232,12 @@ def _status(history: Any) -> str:
     return f"watching {_counts(history)}{each}: {steps} step{'s' if steps != 1 else ''} recorded{last}"
 
 
+def _notes(history: Any) -> list:
+    """What the session said about the run (GRAPH mode: no activations), at most a few."""
+    notes = [str(n) for n in getattr(history, "notes", ()) or ()]
+    return [r.Line(note, look="boxed-note") for note in notes[:_MAX_CONDITIONS]]
+
+
 def build_live(history: Any) -> r.Report:
     """The table while the run goes on: one line of status, the first trip, the table."""
     sections: list = [r.Line(_status(history), look="strong")]
@@ -332,6 +338,7 @@ def build_report(history: Any, note: str = "") -> r.Report:
                     )
                 )
             )
+        sections.extend(_notes(history))
         sections.extend(_table(history))
         return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
     by_key = {(w.kind, w.name): w for w in watched}
@@ -380,11 +387,11 @@ def build_report(history: Any, note: str = "") -> r.Report:
                 head=f"Also tripped ({len(others)}):",
                 text_head=f"also tripped ({len(others)}):",
                 look="boxed-note",
-                indent=2,
                 more=more,
             )
         )
     sections.append(r.Line(f"conditions: {conditions}", look="note"))
+    sections.extend(_notes(history))
     sections.append(r.Line(_status(history), look="note"))
     sections.extend(_table(history))
     return r.Report(sections, cls="msdebug-watch", style="font-size:95%")

@@ -149,6 +149,14 @@ class WatchMagics(Magics):
 
         if args.get("--stop") and args.get("--no-stop"):
             raise MagicUsageError("%%mswatch: --stop and --no-stop are given together; choose one.")
+        save = args.get("--save")
+        if save is not None:
+            from pathlib import Path
+
+            where = Path(save).expanduser()
+            if where.exists() and (not where.is_dir() or any(where.iterdir())):
+                # Checked before the run: the statistics are saved after it, when a refusal comes too late.
+                raise MagicUsageError(f"%%mswatch: --save {save} exists and is not an empty directory; give a new one.")
         from ...recorders.watch import WatchSession
 
         output = _Output(self.shell)
@@ -159,7 +167,7 @@ class WatchMagics(Magics):
             stop=not args.get("--no-stop", False),
             namespace=self.shell.user_ns,
             on_update=live,
-            save=args.get("--save"),
+            save=save,
         )
         self.last_live = live  # how many updates were shown and how many skipped (the tests read it)
 
@@ -173,8 +181,8 @@ class WatchMagics(Magics):
             error = caught
             raise
         finally:
-            # A hostile line fails before the run: nothing was watched, nothing to show.
+            # A hostile condition fails before the first step ends: nothing was watched, nothing to show.
             from ...errors import MsDebugError
 
-            if not isinstance(error, MsDebugError):
+            if not isinstance(error, MsDebugError) or len(session.history.steps):
                 output.final(session.history, _note(error))
