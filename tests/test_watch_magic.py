@@ -246,3 +246,61 @@ def test_save_then_watch_report_reads_it(trained, tmp_path, capsys):
     capsys.readouterr()
     assert main(["watch-report", str(tmp_path / "w")]) == 1
     assert "Tripped at step 0: weights fc1.weight: unchanged" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- a real kernel
+
+
+def _messages(kernel, msg_id: str, timeout: float = 300) -> list[dict]:
+    """Every iopub message of the request, update_display_data included (Kernel.finish drops those)."""
+    found = []
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return found
+        found.append(msg)
+
+
+def test_in_a_kernel_the_table_updates_live_throttled_and_ctrl_c_shows_what_was_recorded():
+    from helpers import Kernel
+
+    kernel = Kernel()
+    try:
+        status, outputs = kernel.run("%load_ext msdebug\n" + SETUP + "net, train = trainer(0.01)")
+        assert status == "ok", outputs
+        code = "%%mswatch grads:*:vanishing(abs_mean_lt=1e-30)\nimport time\nt0 = time.monotonic()\nfor i in range(60):\n    train(x, y)\nseconds = time.monotonic() - t0"
+        messages = _messages(kernel, kernel.client.execute(code))
+        kinds = [m["msg_type"] for m in messages if m["msg_type"] in ("display_data", "update_display_data", "error")]
+        assert kinds[0] == "display_data" and set(kinds[1:]) == {"update_display_data"}, kinds
+        updates = kinds.count("update_display_data")
+        seconds = float(kernel.evaluate("", "seconds"))
+        # The first step shows at once, then at most 4 a second; the last update is the report.
+        assert 1 <= updates <= 2 + 4 * seconds, (updates, seconds)
+        first = messages[[m["msg_type"] for m in messages].index("display_data")]["content"]["data"]["text/plain"]
+        assert first.startswith("watching 4 weights, 4 grads, 3 acts, the loss: 1 step recorded")
+        last = [m for m in messages if m["msg_type"] == "update_display_data"][-1]["content"]["data"]
+        assert (
+            last["text/plain"].startswith("60 steps watched, nothing tripped") and "msdebug-spark" in last["text/html"]
+        )
+
+        msg_id = kernel.start_until(
+            "%%mswatch\nfor i in range(100000):\n    train(x, y)\n    if i == 3:\n        open('stepped', 'w').close()",
+            "stepped",
+        )
+        kernel.manager.interrupt_kernel()
+        messages = _messages(kernel, msg_id)
+        errors = [m["content"]["ename"] for m in messages if m["msg_type"] == "error"]
+        assert errors == ["KeyboardInterrupt"]
+        shown = [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+        assert shown[-1]["content"]["data"]["text/plain"].startswith("partial watch: interrupted")
+        # Every hook went with the interrupt: the next watched cell starts clean and records its own steps.
+        messages = _messages(
+            kernel, kernel.client.execute("%%mswatch loss:not_finite\nfor i in range(3):\n    train(x, y)")
+        )
+        assert not [m for m in messages if m["msg_type"] == "error"]
+        shown = [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+        assert shown[-1]["content"]["data"]["text/plain"].startswith("3 steps watched, nothing tripped")
+    finally:
+        kernel.close()
