@@ -415,7 +415,7 @@ def _fmt(value: float) -> str:
         return str(value)
     if value == int(value) and abs(value) < 1e6:
         return str(int(value))
-    return f"{value:.3g}" if 1e-3 <= abs(value) < 1e4 else f"{value:.2e}"
+    return f"{value:.3g}" if 1e-3 <= abs(value) < 1e4 else f"{value:.1e}"
 
 
 class Evaluator:
@@ -546,7 +546,7 @@ def _message(condition: Condition, item: Watched, step: int, values: dict, thres
         for key, threshold in thresholds.items():
             stat = key.rsplit("_", 1)[0]
             if stat in values:
-                parts.append(f"{stat} {_fmt(values[stat])} {_WORDS[key.rsplit('_', 1)[1]]} {_fmt(threshold)}")
+                parts.append(f"{stat} {_fmt(values[stat])} {_WORDS[key.rsplit('_', 1)[1]]} {_number(threshold)}")
         detail = ", ".join(parts)
     return f"{what}: {detail} at step {step}"
 

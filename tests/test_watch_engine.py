@@ -1,0 +1,284 @@
+"""``msdebug.watch`` on real MindSpore CPU trainings, PyNative and GRAPH: the three trainings
+of the tutorial (a frozen layer, a learning rate that makes gradients explode, a dead ReLU
+layer), each found at the step an independent computation says; a healthy training that trips
+nothing; the statistics against numpy's on the same tensors; steps marked by ``msdebug.step``,
+by the optimizer, by ``Model.train``'s callback and by a GRAPH TrainOneStepCell; a Ctrl-C inside
+a watched step leaves nothing behind.
+"""
+
+import signal
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn
+from real_networks import LossLog, images, labels
+
+import msdebug
+from msdebug.backend import watch as backend
+from msdebug.dumps.watch import STATS
+from msdebug.errors import InvalidValueError, MagicUsageError
+from msdebug.recorders import watch as recorder
+
+pytestmark = pytest.mark.usefixtures("restored_context")
+
+STEPS = 6
+
+
+class Classifier(nn.Cell):
+    """Three Dense layers, each with its own ReLU (so a dead layer has an activation of its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(8, 16)
+        self.relu1 = nn.ReLU()
+        self.fc2 = nn.Dense(16, 16)
+        self.relu2 = nn.ReLU()
+        self.fc3 = nn.Dense(16, 4)
+
+    def construct(self, x):
+        return self.fc3(self.relu2(self.fc2(self.relu1(self.fc1(x)))))
+
+
+def regression():
+    """A small regression: with learning rate 0.6 its gradients grow by orders of magnitude."""
+    ms.set_seed(0)
+    net = nn.SequentialCell([nn.Dense(8, 16), nn.Tanh(), nn.Dense(16, 1)])
+    x = images((16, 8))
+    y = ms.Tensor(np.random.default_rng(1).normal(size=(16, 1)).astype(np.float32) * 3)
+    return net, x, y
+
+
+def values(net):
+    return {p.name: p.asnumpy().copy() for p in net.get_parameters()}
+
+
+def load(net, saved):
+    for p in net.get_parameters():
+        p.set_data(ms.Tensor(saved[p.name]))
+
+
+def numpy_stats(a):
+    a = np.asarray(a, dtype=np.float64)
+    return np.array([a.max(), a.min(), a.mean(), np.abs(a).mean(), np.sqrt((a * a).sum()),
+                     (a == 0).mean(), (~np.isfinite(a)).sum()])  # fmt: skip
+
+
+def nothing_left():
+    """No patch, hook, callback or SIGINT handler of the watch is left."""
+    assert "__call__" not in vars(nn.Optimizer) and "__call__" not in vars(nn.TrainOneStepCell)
+    assert backend._current is None and recorder._active == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def classifier_step(net, lr=0.05):
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    return nn.TrainOneStepCell(nn.WithLossCell(net, loss), nn.Momentum(net.trainable_params(), lr, 0.9))
+
+
+# --------------------------------------------------------------------------- healthy, and the numbers
+
+
+def test_a_healthy_training_trips_nothing_and_its_statistics_are_numpys():
+    ms.set_seed(0)
+    net = Classifier()
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.05)
+    grad_fn = ms.value_and_grad(nn.WithLossCell(net, loss_fn), None, optimizer.parameters)
+    x, y = images((16, 8)), labels(16)
+    seen = []
+    with msdebug.watch() as w:
+        for _ in range(STEPS):
+            loss, grads = grad_fn(x, y)
+            optimizer(grads)
+            seen.append((values(net), [g.asnumpy().copy() for g in grads], float(loss.asnumpy())))
+            msdebug.step(loss)
+    nothing_left()
+    assert w.history.trips == [] and not w.history.stopped and w.number == STEPS
+    assert list(w.history.steps) == list(range(STEPS))
+    names = [p.name for p in optimizer.parameters]
+    for step, (weights, grads, loss) in enumerate(seen):
+        for name in names:
+            np.testing.assert_allclose(
+                w.history.stats(name, "weight")[step], numpy_stats(weights[name]), rtol=2e-6, atol=1e-7
+            )
+        for name, grad in zip(names, grads, strict=True):
+            np.testing.assert_allclose(w.history.stats(name, "grad")[step], numpy_stats(grad), rtol=2e-5, atol=1e-7)
+        assert w.history.stats("loss")[step][2] == pytest.approx(loss)
+    relu1 = w.history.stats("relu1")
+    assert relu1.shape == (STEPS, len(STATS)) and 0 < relu1[0][5] < 1  # some ReLU outputs are zero, not all
+    rows = msdebug.last_watch()
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert {"step", "name", "kind", *STATS} <= set(rows[0]) and len({r["name"] for r in rows}) >= 11
+
+
+# --------------------------------------------------------------------------- the three trainings
+
+
+def test_a_layer_frozen_with_a_learning_rate_of_zero_is_found_at_step_0_and_the_loop_stops():
+    ms.set_seed(0)
+    net = Classifier()
+    frozen = list(net.fc2.trainable_params())
+    rest = [p for p in net.trainable_params() if all(p is not q for q in frozen)]
+    optimizer = nn.Momentum([{"params": rest}, {"params": frozen, "lr": 0.0}], learning_rate=0.05, momentum=0.9)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")), optimizer)  # fmt: skip
+    x, y = images((16, 8)), labels(16)
+    ran = 0
+    with msdebug.watch() as w:
+        for _ in range(STEPS):
+            step(x, y)
+            ran += 1
+    nothing_left()
+    assert ran == 0 and w.number == 1 and w.history.stopped  # stopped at the end of step 0, inside its call
+    trip = w.history.first_trip
+    assert (trip.condition, trip.kind, trip.step) == ("weights:*:not_changed(rtol=1e-05,atol=1e-08)", "weight", 0)
+    assert {t.name for t in w.history.trips if t.condition.startswith("weights:*:not_changed")} == {
+        "fc2.weight",
+        "fc2.bias",
+    }
+    assert "unchanged" in trip.message and "step 0" in trip.message
+
+
+def test_a_layer_frozen_with_requires_grad_false_before_the_optimizer_is_found_too():
+    ms.set_seed(0)
+    net = Classifier()
+    net.fc1.weight.requires_grad = False  # by mistake: the optimizer below never sees it
+    step = classifier_step(net)
+    x, y = images((16, 8)), labels(16)
+    with msdebug.watch("weights:fc1.*:not_changed") as w:
+        for _ in range(STEPS):
+            step(x, y)
+    assert [(t.name, t.step) for t in w.history.trips] == [("fc1.weight", 0)]
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_a_learning_rate_too_high_is_found_where_the_gradient_norm_first_passes_the_threshold(mode):
+    threshold = 100.0
+    net, x, y = regression()
+    start = values(net)
+    # the reference, without msdebug: the first step where a gradient's L2 norm passes the threshold
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.6)
+    grad_fn = ms.value_and_grad(nn.WithLossCell(net, nn.MSELoss()), None, optimizer.parameters)
+    expected, after = None, None
+    for number in range(12):
+        _, grads = grad_fn(x, y)
+        optimizer(grads)
+        if max(np.linalg.norm(g.asnumpy()) for g in grads) > threshold:
+            expected, after = number, values(net)
+            break
+    assert expected is not None and expected >= 3
+
+    load(net, start)
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    train = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), learning_rate=0.6))
+    with msdebug.watch(f"grads:*:exploding(l2_gt={threshold})") as w:
+        for _ in range(12):
+            train(x, y)
+    nothing_left()
+    assert w.history.first_trip.step == expected and w.number == expected + 1
+    assert w.history.first_trip.condition == "grads:*:exploding(l2_gt=100)"
+    assert w.history.first_trip.values["l2"] > threshold
+    for name, value in values(net).items():  # as after the tripping step, not one more
+        np.testing.assert_allclose(value, after[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_a_dead_relu_layer_is_found_at_step_0(mode):
+    ms.set_seed(0)
+    net = Classifier()
+    net.fc2.bias.set_data(ms.Tensor(np.full(16, -100.0, np.float32)))
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    step = classifier_step(net)
+    x, y = images((16, 8)), labels(16)
+    with msdebug.watch(stop=False) as w:
+        for _ in range(3):
+            step(x, y)
+    found = {(t.condition.split("(")[0], t.name) for t in w.history.trips if t.step == 0}
+    if mode == "pynative":
+        assert ("acts:*:all_zero", "relu2") in found
+        assert w.history.stats("relu2")[:, 5].tolist() == [1.0, 1.0, 1.0]
+    else:  # no activations inside a graph: the layer behind the dead one gets no gradient
+        assert any("activations are not watched" in note for note in w.history.notes)
+    assert ("grads:*:vanishing", "fc3.weight") in found and ("weights:*:not_changed", "fc3.weight") in found
+    assert w.number == 3 and not w.history.stopped
+
+
+# --------------------------------------------------------------------------- where steps end
+
+
+def test_without_msdebug_step_the_optimizer_call_ends_each_step_and_every_skips_steps():
+    ms.set_seed(0)
+    net = Classifier()
+    optimizer = nn.Adam(net.trainable_params(), learning_rate=0.01)
+    grad_fn = ms.grad(nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")), None, optimizer.parameters)  # fmt: skip
+    x, y = images((16, 8)), labels(16)
+    with msdebug.watch(every=3) as w:
+        for _ in range(7):
+            optimizer(grad_fn(x, y))
+    assert w.number == 7 and list(w.history.steps) == [0, 3, 6] and w.history.trips == []
+
+
+def test_model_train_with_the_callback_stops_at_the_tripping_step():
+    ms.set_seed(0)
+    net = Classifier()
+    net.fc2.bias.set_data(ms.Tensor(np.full(16, -100.0, np.float32)))
+    model = ms.train.Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                           nn.Momentum(net.trainable_params(), 0.05, 0.9))  # fmt: skip
+    rng = np.random.default_rng(0)
+    data = ms.dataset.GeneratorDataset(
+        [(rng.normal(size=8).astype(np.float32), np.int32(i % 4)) for i in range(40)], ["x", "y"], shuffle=False
+    ).batch(8)
+    log = LossLog()
+    with msdebug.watch("acts:relu2:all_zero") as w:
+        model.train(1, data, callbacks=[w.callback(), log])
+    nothing_left()
+    assert w.history.first_trip.step == 0 and w.history.stopped
+    assert len(log.losses) == 1  # Model stopped after step 0
+    assert w.history.stats("loss")[0][2] == pytest.approx(log.losses[0])
+
+
+# --------------------------------------------------------------------------- Ctrl-C, bad input
+
+
+class Interrupting(Classifier):
+    """Sends itself SIGINT in the forward of its third step."""
+
+    calls = 0
+
+    def construct(self, x):
+        Interrupting.calls += 1
+        if Interrupting.calls == 3:
+            signal.raise_signal(signal.SIGINT)
+        return super().construct(x)
+
+
+def test_ctrl_c_inside_a_watched_step_leaves_no_hook_patch_or_handler():
+    ms.set_seed(0)
+    net = Interrupting()
+    step = classifier_step(net)
+    x, y = images((16, 8)), labels(16)
+    with pytest.raises(KeyboardInterrupt), msdebug.watch() as w:
+        for _ in range(STEPS):
+            step(x, y)
+    nothing_left()
+    assert w.number == 2
+    assert all(not cell._forward_hook for _, cell in net.cells_and_names())
+    step(x, y)  # trains on, unwatched
+
+
+def test_a_pattern_that_matches_nothing_is_one_line_and_training_does_not_start():
+    ms.set_seed(0)
+    net = Classifier()
+    step = classifier_step(net)
+    before = values(net)
+    with pytest.raises(MagicUsageError, match=r"'fc9\*' matches no weights .*fc1\.weight"):  # noqa: SIM117
+        with msdebug.watch("weights:fc9*:not_changed"):
+            step(images((16, 8)), labels(16))
+    nothing_left()
+    assert all((values(net)[k] == v).all() for k, v in before.items())
+    with pytest.raises(MagicUsageError, match="'relu9' matches no acts .*relu1, fc2.*Did you mean 'relu2'"):  # noqa: SIM117
+        with msdebug.watch("acts:relu9:all_zero"):
+            step(images((16, 8)), labels(16))  # activations are known after the first forward
+    nothing_left()
+    with pytest.raises(InvalidValueError, match="every must be a whole number"):
+        msdebug.watch(every=0)
