@@ -1,12 +1,14 @@
 """The ``msdebug`` command: ``msdebug info`` prints versions, the device and the context table;
 ``msdebug print-file PATH`` decodes a print file; ``msdebug dump PATH`` summarises RDR trees and
 saved IR graphs in a terminal; ``msdebug profile DIR`` prints a profile's op tables;
-``msdebug watch-report DIR`` prints the report of a run ``%%mswatch --save DIR`` saved.
+``msdebug watch-report DIR`` prints the report of a run ``%%mswatch --save DIR`` saved;
+``msdebug hang LOGDIR|PID`` says where the ranks of a running msrun job are (py-spy).
 
 A Unix tool: exit 0 when done (also when the reader of its output, ``head``, has gone), 2 with
 one line on stderr when the input is wrong, ``dump --nan`` 1 when it finds a non-finite value,
 and ``diff`` 1 when the runs differ and 3 when nothing could be compared (never 0 for nothing);
-``watch-report`` 1 when a condition tripped and 3 when no step or no tensor was watched.
+``watch-report`` 1 when a condition tripped and 3 when no step or no tensor was watched;
+``hang`` 1 when a rank waits in a collective.
 """
 
 from __future__ import annotations
@@ -337,6 +339,19 @@ def _stdout_to_devnull() -> None:
         pass  # stdout is not a file descriptor (an embedding host): nothing will flush to the pipe
 
 
+def _hang(args: argparse.Namespace) -> int:
+    from .errors import MsDebugError
+    from .ranks.attach import attach
+
+    try:
+        attached = attach(args.target)
+    except MsDebugError as error:
+        _say(f"msdebug hang: {error}", file=sys.stderr)
+        return BAD_INPUT
+    _say(repr(attached))
+    return 1 if attached.waiting else 0
+
+
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="msdebug", description="See MindSpore's runtime context.")
     parser.add_argument("--version", action="version", version=f"msdebug {__version__}")
@@ -409,6 +424,14 @@ def _main(argv: list[str] | None) -> int:
     )
     watch.add_argument("path", metavar="DIR", help="the directory the watch saved its statistics in")
     watch.set_defaults(run=_watch_report)
+    hang = commands.add_parser(
+        "hang",
+        help="where the ranks of an msrun job are, read with py-spy: who waits in which collective, who never came",
+        epilog="Exit status: 0 no rank waits in a collective, 1 a rank waits in one (the report says who has not "
+        "come), 2 bad input (no such job, py-spy missing or not allowed to read the ranks)",
+    )
+    hang.add_argument("target", metavar="LOGDIR|PID", help="the job's --log_dir, or the pid of msrun or of a rank")
+    hang.set_defaults(run=_hang)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()

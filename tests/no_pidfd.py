@@ -1,5 +1,6 @@
 """Processes where ``pidfd_open`` fails with ENOSYS, as on Linux before 5.3 (Ascend's usual hosts
-run 4.19 or 3.10) or under a container's seccomp profile that does not know the call.
+run 4.19 or 3.10) or under a container's seccomp profile that does not know the call; and, by the
+same seccomp filter, processes that may not ptrace (:func:`deny_ptrace`, for ``msdebug hang``).
 
 ``python no_pidfd.py ARGS...`` installs a seccomp filter through libseccomp (ctypes), then execs
 ``python ARGS...``: the filter stays with that process and with every process it starts, so a
@@ -19,7 +20,7 @@ import shutil
 import sys
 import tempfile
 
-__all__ = ["deny_pidfd_open", "kernels"]
+__all__ = ["deny", "deny_pidfd_open", "deny_ptrace", "kernels"]
 
 _ALLOW = 0x7FFF0000  # SCMP_ACT_ALLOW
 _ERRNO = 0x00050000  # SCMP_ACT_ERRNO(0); the errno goes in the low 16 bits
@@ -28,6 +29,19 @@ _PIDFD_OPEN = 434  # the same number on every architecture Linux added it to (5.
 
 def deny_pidfd_open() -> None:
     """From now on, ``pidfd_open`` fails with ENOSYS in this process and its children."""
+    deny({"pidfd_open": errno.ENOSYS}, {"pidfd_open": _PIDFD_OPEN})
+
+
+def deny_ptrace() -> None:
+    """From now on, ``ptrace`` and ``process_vm_readv`` fail with EPERM in this process and its
+    children, as under a container without CAP_SYS_PTRACE or with ``kernel.yama.ptrace_scope``
+    3: py-spy, started from here, may not read another process."""
+    deny({"ptrace": errno.EPERM, "process_vm_readv": errno.EPERM})
+
+
+def deny(calls: dict[str, int], numbers: dict[str, int] | None = None) -> None:
+    """From now on, each system call of ``calls`` fails with its errno in this process and its
+    children. ``numbers``: a call's number where an old libseccomp may not know its name."""
     seccomp = ctypes.CDLL("libseccomp.so.2", use_errno=True)
     seccomp.seccomp_init.restype = ctypes.c_void_p
     seccomp.seccomp_init.argtypes = [ctypes.c_uint32]
@@ -35,15 +49,17 @@ def deny_pidfd_open() -> None:
     seccomp.seccomp_load.argtypes = [ctypes.c_void_p]
     seccomp.seccomp_release.argtypes = [ctypes.c_void_p]
     seccomp.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
-    number = seccomp.seccomp_syscall_resolve_name(b"pidfd_open")
     context = seccomp.seccomp_init(_ALLOW)
     if not context:
         raise OSError("seccomp_init failed")
     try:
-        # A libseccomp older than the call does not know its name: its number is the same everywhere.
-        added = seccomp.seccomp_rule_add(context, _ERRNO | errno.ENOSYS, number if number >= 0 else _PIDFD_OPEN, 0)
-        if added < 0:
-            raise OSError(-added, f"seccomp_rule_add: {os.strerror(-added)}")
+        for name, error in calls.items():
+            number = seccomp.seccomp_syscall_resolve_name(name.encode("ascii"))
+            # A libseccomp older than the call does not know its name: pidfd_open's number is the same everywhere.
+            number = number if number >= 0 else (numbers or {}).get(name, number)
+            added = seccomp.seccomp_rule_add(context, _ERRNO | error, number, 0)
+            if added < 0:
+                raise OSError(-added, f"seccomp_rule_add({name}): {os.strerror(-added)}")
         loaded = seccomp.seccomp_load(context)  # sets no_new_privs first, as an unprivileged filter needs
         if loaded < 0:
             raise OSError(-loaded, f"seccomp_load: {os.strerror(-loaded)}")

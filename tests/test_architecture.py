@@ -346,8 +346,8 @@ HELPERS = {
     "ipython/magics": {"_parse", "_cellbody"},  # the one grammar; running a cell body
     # the pool started through msrun, what a worker runs, the C-level output a rank forwards; where
     # a rank is (stacks); MindSpore's communication ops, one list (collectives); a rank's flight
-    # recorder (flight); the hang policy and where the ranks differ (hangs)
-    "ranks": {"pool", "worker", "coutput", "stacks", "collectives", "flight", "hangs"},
+    # recorder (flight); the hang policy and where the ranks differ (hangs); a job started without msdebug (attach)
+    "ranks": {"pool", "worker", "coutput", "stacks", "collectives", "flight", "hangs", "attach"},
 }
 
 

@@ -22,7 +22,18 @@ from dataclasses import dataclass
 from ..dumps import cells
 from .collectives import communication
 
-__all__ = ["COMMUNICATION", "END_OF_CELL", "GRAPH", "QUEUE", "Frame", "Place", "error_line", "frames", "place"]
+__all__ = [
+    "COMMUNICATION",
+    "END_OF_CELL",
+    "GRAPH",
+    "QUEUE",
+    "Frame",
+    "Place",
+    "error_line",
+    "frames",
+    "place",
+    "place_of",
+]
 
 # What a rank waits in, by its innermost MindSpore (or msdebug) frame.
 COMMUNICATION = "communication"
@@ -45,9 +56,13 @@ _OWN = "/msdebug/"
 
 @dataclass(frozen=True)
 class Frame:
+    """One frame. ``op``: the primitive the frame runs, where the reader of the stack knows it
+    (py-spy reads a MindSpore frame's locals; faulthandler says nothing of them)."""
+
     path: str
     line: int
     function: str
+    op: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,8 @@ def _waiting(frame: Frame) -> tuple[str, str]:
         return END_OF_CELL, ""
     if _MINDSPORE not in path:
         return "", ""
+    if frame.op and (found := communication(frame.op)) is not None:
+        return COMMUNICATION, found[0]  # a primitive run where it is called (launch_blocking)
     if any(part in path for part in _COMMUNICATION_FILES):
         found = communication(function, known=True)  # not init(), create_group(): they set up
         return (COMMUNICATION, found[0]) if found else ("", "")
@@ -127,8 +144,19 @@ def place(
     recorder says (None: any cell file counts, for a rank without a recorder). ``numbers``: every
     cell file the rank knows, with its cell number and offset.
     """
+    return place_of(frames(stacks), cell, offset, running, numbers)
+
+
+def place_of(
+    stack: list[Frame],
+    cell: str,
+    offset: int = 0,
+    running: str | None = None,
+    numbers: Mapping[str, tuple[int, int]] | None = None,
+) -> Place:
+    """Where a main thread is, from its frames (innermost first), as :func:`place` says; any
+    reader of a stack (faulthandler's text, py-spy's JSON) ends here."""
     numbers = numbers or {}
-    stack = frames(stacks)
     if not stack:
         return Place()
     lines = cell.splitlines()

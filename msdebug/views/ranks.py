@@ -10,7 +10,16 @@ bounded; the text goes to a terminal or a notebook's stderr, never into HTML.
 
 from __future__ import annotations
 
-__all__ = ["difference_line", "note", "summary", "text_report"]
+__all__ = [
+    "attach_headline",
+    "build_attach",
+    "difference_line",
+    "html_attach",
+    "note",
+    "summary",
+    "text_attach",
+    "text_report",
+]
 
 _MAX_TRACEBACK_LINES = 60
 _MAX_CODE = 120
@@ -209,3 +218,89 @@ def note(run, seconds: float) -> str:
     if done:
         text += f"; rank {', '.join(map(str, done))} done"
     return f"msrun: {text}"
+
+
+# --------------------------------------------------------------------------- an attached job
+
+_NOT_IN = "not in a collective"
+
+
+def _script_at(seen) -> str:
+    """``train.py:16`` (the rank's entry script and its line), or its innermost place elsewhere."""
+    place = seen.place
+    if place.line and seen.script:
+        return f"{seen.script.rpartition('/')[2]}:{place.line}"
+    if place.inner:
+        return _short(place.inner)
+    return _short(place.frame) if place.frame else "an unknown place (py-spy read no frame)"
+
+
+def _seen_line(seen) -> str:
+    """One rank of an attached job: where it is, and what it waits in."""
+    if seen.exited:
+        return f"rank {seen.rank} has exited (no process)"
+    place, pid = seen.place, f" (pid {seen.pid})"
+    code = f": `{_code(place.code)}`" if place.line and place.code else ""
+    inner = f", in {_short(place.inner)}" if place.line and place.inner else ""
+    where = _script_at(seen)
+    if place.waiting == "communication":
+        return f"rank {seen.rank}{pid} waits in {place.op or 'a communication op'} at {where}{code}{inner}"
+    if place.waiting == "queue":
+        return (f"rank {seen.rank}{pid} waits for the ops it launched at {where}{code}{inner}: PyNative runs them "
+                "asynchronously, a collective among them has not completed (ms.runtime.launch_blocking() in the "
+                "script makes a rank wait in the collective's own call, which names it)")  # fmt: skip
+    if place.waiting:
+        return f"rank {seen.rank}{pid} {_WAITS[place.waiting].format(op='')} at {where}{code}{inner}"
+    return f"rank {seen.rank}{pid} is at {where}, {_NOT_IN}{code}{inner}"
+
+
+def attach_headline(attached) -> str:
+    """One line: the hang policy's verdict, or who waits in what and who has not come."""
+    verdict = attached.verdict
+    if verdict.deadlock:
+        return f"hung: {verdict.why}"
+    waiting, elsewhere = attached.waiting, attached.elsewhere
+    if not waiting:
+        return "no rank waits in a collective"
+    ops = sorted({seen.place.op or "the ops it launched" for seen in waiting})
+    head = f"rank {', '.join(str(s.rank) for s in waiting)} waits in {' and '.join(ops)}"
+    if not elsewhere:
+        return head + "; every rank waits"
+    came = []
+    for seen in elsewhere:
+        came.append(f"rank {seen.rank} has exited" if seen.exited else
+                    f"rank {seen.rank} never came: it is at {_script_at(seen)}, {_NOT_IN}")  # fmt: skip
+    return head + "; " + "; ".join(came)
+
+
+def build_attach(attached):
+    """The report of an msrun job attached from outside (:class:`msdebug.ranks.attach.Attached`)."""
+    from . import report as r
+
+    job = attached.job
+    here = f"{len(job.ranks)} of {job.total} ranks alive on this host" if job.total else f"{len(job.ranks)} ranks"
+    where = f"logs in {job.log_dir}" if job.log_dir else f"scheduler at {job.where}"
+    sections: list = [
+        r.Line([f"msrun: {attach_headline(attached)}"], look="bad" if attached.waiting else "strong"),
+        r.Line([f"the job: {here}, {where}; stacks read with py-spy, one look"], look="note"),
+    ]
+    for seen in attached.ranks:
+        sections.append(r.Line([_seen_line(seen)], indent=2))
+        if seen.exited and seen.log:
+            sections.append(r.Line([f"worker_{seen.rank}.log ends:"], look="note", indent=4))
+            sections.append(r.Pre(seen.log, indent=6))
+    return r.Report(sections)
+
+
+def _attach_renderers():
+    from . import report as r
+
+    return r.renderers(build_attach)
+
+
+def html_attach(attached) -> str:
+    return _attach_renderers()[0](attached)
+
+
+def text_attach(attached) -> str:
+    return _attach_renderers()[1](attached)

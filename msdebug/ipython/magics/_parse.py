@@ -145,12 +145,16 @@ class Form:
     options: tuple[Option, ...] = ()
     settings: bool = False
     free: str = ""
+    #: Words followed by one value of their own (``attach LOGDIR|PID``), which goes to ``Parsed.names``.
+    valued: tuple[tuple[str, str], ...] = ()
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
 
     def usage(self) -> str:
-        parts = [" | ".join(self.words)] if self.words else []
+        values = dict(self.valued)
+        words = [f"{word} {values[word]}" if word in values else word for word in self.words]
+        parts = [" | ".join(words)] if words else []
         if self.free:
             parts.append(f"[{self.free} ...]")
         parts += [f"[{o.usage()}]" for o in self.options]
@@ -266,6 +270,12 @@ class Spec:
                 )
             else:
                 word = token
+                value = dict(form.valued).get(token)
+                if value is not None:
+                    if i + 1 >= len(items) or items[i + 1].startswith("--"):
+                        raise MagicUsageError(f"{prefix} {token} needs a {value}.")
+                    names.append(unquote(items[i + 1]))
+                    i += 1
             i += 1
         return Parsed(self.magic, line, cell, word, found, settings, tuple(names))
 

@@ -20,7 +20,8 @@ _COUNT = "a whole number of ranks from 1 to 4096"
 MSRUN = Spec(
     "msrun",
     line=Form(
-        words=("start", "status", "stop", "restart", "interrupt"),
+        words=("start", "status", "stop", "restart", "interrupt", "attach"),
+        valued=(("attach", "LOGDIR|PID"),),
         options=(
             Option("-n", "N", "how many ranks on this host (msrun's --local_worker_num)", whole=_RANKS, meaning=_COUNT),
             Option("--worker-num", "N", "ranks on all hosts (msrun's --worker_num; default: -n)", whole=_RANKS,
@@ -138,10 +139,17 @@ class MsrunMagics(Magics):
             %msrun start -n N [--master-port P] [--log-dir DIR] [--devices 4,5] [--msrun-args "..."]
                               [--start-timeout S] [--worker-num W --node-rank R --master-addr HOST --master-port P]
             %msrun status | stop | restart | interrupt [--ranks 0,2]
+            %msrun attach LOGDIR|PID    an msrun job started without msdebug: where its ranks are (py-spy)
             %%msrun [--ranks 0,2] [--hang-after S]   the cell on every rank (or these)
         """
         if args.cell is not None:
             return self._cell(args)
+        if args.word == "attach":
+            from ...ranks.attach import attach
+
+            if args.options:
+                raise MagicUsageError(f"%msrun attach takes only LOGDIR or PID, got {', '.join(args.options)}.")
+            return attach(args.names[0])
         if args.word == "start":
             print(_start(args, self.shell))
             return None
