@@ -266,6 +266,7 @@ OPENS_WHAT_MSDEBUG_WROTE = {
         "msdebug's own package data"
     ),
     ("cli.py", "WatchHistory.load(args.path)"): "a saved watch: dumps.watch reads it (its files through the opener)",
+    ("ranks/watch.py", "WatchHistory.load(saved)"): "a rank's saved watch: dumps.watch reads it through the opener",
 }
 
 

@@ -14,7 +14,9 @@ import os
 import signal
 import sys
 
-__all__ = ["RankOutput", "record_communication", "serve_rank"]
+__all__ = ["RankOutput", "on_a_rank", "record_communication", "save_watches", "serve_rank"]
+
+_rank_of: list[tuple[str, str]] = []  # (pool, rank) in a rank's kernel, set by serve_rank
 
 
 def serve_rank(pool: str, rank: str) -> int:
@@ -58,6 +60,7 @@ def serve_rank(pool: str, rank: str) -> int:
         ]
     )
     record_communication(app.shell, os.path.join(pool, f"rank{rank}.flight"), int(rank))
+    save_watches(app.shell, pool, rank)
     app.start()
     return 0
 
@@ -96,6 +99,34 @@ def record_communication(shell, path: str, rank: int):
         # context): both run.
         backend.watch_first_import(lambda: (backend.capture_pristine(), watch.install()))
     return recorder
+
+
+def on_a_rank() -> bool:
+    """Whether this kernel is a rank of ``%msrun`` (its watch reports in the notebook, merged)."""
+    return bool(_rank_of)
+
+
+def save_watches(shell, pool: str, rank: str) -> None:
+    """After each cell of the rank, the watch that ended in it (``%%mswatch`` or
+    ``msdebug.watch``) is saved into the pool's directory, for the notebook to merge
+    (:mod:`msdebug.ranks.watch`): before the cell's reply, so it is there when the cell ends."""
+    from ..ranks import watch as ranks_watch
+    from ..recorders import watch as recorder
+
+    _rank_of[:] = [(pool, rank)]
+    saved: list[object] = [recorder._last]  # noqa: SLF001 - the session the engine keeps as the last one
+
+    def after(result) -> None:
+        session = recorder._last  # noqa: SLF001
+        if session is None or session is saved[0] or session in recorder._active:  # noqa: SLF001
+            return  # none ended in this cell (one still running spans cells: saved when it ends)
+        saved[0] = session
+        try:
+            ranks_watch.save(pool, rank, session.history)
+        except Exception as error:  # noqa: BLE001 - the cell's own outcome stands; the notebook says none came
+            print(f"msdebug: rank {rank} could not save its watch: {error}", file=sys.stderr)
+
+    shell.events.register("post_run_cell", after)
 
 
 def _rank_kernel():

@@ -20,7 +20,18 @@ from . import report as r
 from ._text import Column
 from .svg import line_chart, sparkline
 
-__all__ = ["MAX_ROWS", "build_live", "build_report", "html_live", "html_report", "text_live", "text_report"]
+__all__ = [
+    "MAX_ROWS",
+    "build_live",
+    "build_ranks",
+    "build_report",
+    "html_live",
+    "html_ranks",
+    "html_report",
+    "text_live",
+    "text_ranks",
+    "text_report",
+]
 
 MAX_ROWS = 40  # tensors in the table; a net may have thousands
 _MAX_TRIPS = 20  # other trips listed under the first
@@ -397,5 +408,200 @@ def build_report(history: Any, note: str = "") -> r.Report:
     return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
 
 
+# --------------------------------------------------------------------------- on ranks
+
+_MAX_FINDINGS = 20  # divergences listed; the first has its chart
+_MAX_RANK_LINES = 20  # ranks named one a line in the trips
+
+
+def _listed(ranks: Sequence[int]) -> str:
+    """``0-3, 6``: ranks as runs of consecutive numbers."""
+    runs: list[list[int]] = []
+    for rank in sorted(ranks):
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _rank_word(ranks: Sequence[int]) -> str:
+    return f"rank{'s' if len(ranks) != 1 else ''} {_listed(ranks)}"
+
+
+def _trips_section(merged: Any) -> list:
+    histories = merged.histories
+    tripped = {rank: _first_trip(h) for rank, h in sorted(histories.items()) if _first_trip(h) is not None}
+    quiet = [rank for rank in sorted(histories) if rank not in tripped]
+    if not tripped:
+        conditions = _conditions(next(iter(histories.values()))) if histories else "none"
+        return [
+            r.Line(
+                (r.Span("no rank tripped", "good-strong"), f": {_rank_word(quiet)} watched; conditions {conditions}.")
+            )
+        ]
+    steps = {rank: trip.step for rank, trip in tripped.items()}
+    head = f"{_rank_word(list(tripped))} tripped" + (
+        f" at step {next(iter(steps.values()))}" if len(set(steps.values())) == 1 else ""
+    )
+    items = []
+    for rank, trip in list(tripped.items())[:_MAX_RANK_LINES]:
+        stopped = "stopped" if getattr(histories[rank], "stopped", False) else "went on"
+        items.append((f"rank {rank}: step {trip.step}: ", trip.message, f" ({stopped})"))
+    if quiet:
+        counts = {len(getattr(histories[rank], "steps", ())) for rank in quiet}
+        many = f"{counts.pop()} steps" if len(counts) == 1 else "their steps"
+        items.append(f"{_rank_word(quiet)}: nothing tripped in {many}")
+    more = f"and {len(tripped) - _MAX_RANK_LINES} more ranks" if len(tripped) > _MAX_RANK_LINES else ""
+    sections: list = [
+        r.Line((r.Span(head, "bad"), f" (of {_rank_word(sorted(histories))} watched)"), look="boxed-strong"),
+        r.Items(items, look="", more=more),
+    ]
+    went_on = [rank for rank in quiet if not getattr(histories[rank], "stopped", False)]
+    stopped = [rank for rank in tripped if getattr(histories[rank], "stopped", False)]
+    if stopped and went_on:
+        sections.append(
+            r.Line(
+                f"{_rank_word(stopped)} stopped on a trip while {_rank_word(went_on)} went on: data-parallel ranks "
+                "wait for each other in AllReduce, so those may wait in their next step for a rank that stopped; "
+                "on ranks, %%mswatch --no-stop lets every rank go on.",
+                look="boxed-note",
+            )
+        )
+    return sections
+
+
+def _divergence_words(d: Any) -> tuple:
+    word = _KIND_WORDS.get(d.kind, d.kind)
+    head = _HEADS.get(d.stat, d.stat)
+    apart = ", ".join(f"{_num(d.values[rank])} on rank {rank}" for rank in d.ranks[:_MAX_RANK_LINES])
+    agree = f"{_num(d.values[d.agree[0]])} on {_rank_word(d.agree)}"
+    return (
+        f"{word} ",
+        r.Span(d.name, "scope"),
+        f": {head} {apart}, against {agree} (relative difference {d.ratio:.3g})",
+    )
+
+
+def _divergence_chart(merged: Any, d: Any) -> list:
+    series: dict[str, list[float]] = {}
+    for rank in (*d.agree[:1], *d.ranks[:3]):
+        history = merged.histories[rank]
+        table = history.stats(d.name, d.kind)
+        series[f"rank {rank}"] = [float(v) for v in table[:, _STATS.index(d.stat)]]
+        steps = [int(s) for s in history.steps]
+    marks = [(i, f"diverged: step {d.step}") for i, step in enumerate(steps) if step == d.step][:1]
+    head = _HEADS.get(d.stat, d.stat)
+    text = [f"{head} of {d.name} ({d.kind}) per step:"]
+    for name, values in series.items():
+        tail = values[-12:]
+        text.append(
+            f"  {name}: " + " ".join(_num(v) for v in tail) + (f" (last {len(tail)})" if len(values) > 12 else "")
+        )
+    first, last = (steps[0], steps[-1]) if steps else (0, 0)
+    return [
+        r.Figure(
+            lambda: line_chart(
+                series,
+                width=720,
+                height=160,
+                title=f"{d.name} ({d.kind}): {head} per rank",
+                x_label=f"step {first}..{last}",
+                marks=marks,
+            ),  # fmt: skip
+            caption="the red line is the first step where the ranks differ",
+            text=text,
+        )
+    ]
+
+
+def _divergence_section(merged: Any) -> list:
+    watched = sorted(merged.histories)
+    if len(watched) < 2:
+        return [r.Line(f"{_rank_word(watched)} watched: no other rank to compare with.", look="note")]
+    found = list(merged.divergences)
+    if not merged.compared:
+        return [r.Line("no weight or gradient was watched on two ranks: nothing to compare.", look="note")]
+    if not found:
+        return [
+            r.Line(
+                (
+                    r.Span("ranks agree", "good-strong"),
+                    f": {merged.compared} weights and gradients equal on {_rank_word(watched)} "
+                    f"at each of {merged.common_steps} common steps.",
+                )
+            )
+        ]
+    first = found[0]
+    sections: list = [
+        r.Line((r.Span(f"Ranks diverge at step {first.step}: ", "bad"), *_divergence_words(first)), look="boxed-strong")
+    ]
+    rows = [
+        [
+            str(d.step),
+            _KIND_WORDS.get(d.kind, d.kind),
+            d.name,
+            _HEADS.get(d.stat, d.stat),
+            _listed(d.ranks),
+            ", ".join(f"{rank}: {_num(v)}" for rank, v in list(d.values.items())[:8]),
+        ]
+        for d in found[:_MAX_FINDINGS]
+    ]
+    columns = [
+        r.Col("step", Column("step", 4, right=True), width=7),
+        r.Col("kind", Column("kind", 8), left=True, width=12),
+        r.Col("tensor", Column("tensor", 12, fit=True), left=True, width=30),
+        r.Col("stat", Column("stat", 5), left=True, width=8),
+        r.Col("ranks apart", Column("apart", 5), left=True, width=11),
+        r.Col("values by rank", Column("values by rank", 14), left=True, width=32),
+    ]
+    sections.append(r.Table(columns, rows, look="grid"))
+    if len(found) > _MAX_FINDINGS:
+        sections.append(r.Line(f"showing {_MAX_FINDINGS} of {len(found)} tensors that diverge", look="note"))
+    sections.extend(_divergence_chart(merged, first))
+    return sections
+
+
+def build_ranks(merged: Any) -> r.Report:
+    """One report of a watch on ranks (:class:`msdebug.ranks.watch.RanksWatch`, by duck typing):
+    which ranks tripped and at which step, where data-parallel ranks' weights and gradients
+    diverge, and the first tripping rank's own report."""
+    histories = merged.histories
+    watched = sorted(histories)
+    counts = {len(getattr(h, "steps", ())) for h in histories.values()}
+    steps = (
+        f"{counts.pop()} steps recorded on each"
+        if len(counts) == 1
+        else "steps recorded: "
+        + ", ".join(f"{len(histories[rank].steps)} on rank {rank}" for rank in watched[:_MAX_RANK_LINES])
+    )
+    sections: list = [r.Line(f"watch on {_rank_word(watched) if watched else 'no rank'}: {steps}", look="strong")]
+    sections.extend(_trips_section(merged))
+    sections.extend(_divergence_section(merged))
+    if merged.missing:
+        sections.append(
+            r.Line(
+                f"{_rank_word(merged.missing)}: no watch saved (the cell raised before one ended, or ran none).",
+                look="boxed-note",
+            )
+        )
+    for rank, why in list(merged.unreadable.items())[:_MAX_RANK_LINES]:
+        sections.append(r.Line(f"rank {rank}: its saved watch could not be read: {why}", look="boxed-note"))
+    sections.append(
+        r.Line(
+            "compared between ranks: weights and gradients (equal on data-parallel ranks after AllReduce); "
+            "activations and the loss are each rank's own data.",
+            look="note",
+        )
+    )
+    tripped = sorted((_first_trip(h).step, rank) for rank, h in histories.items() if _first_trip(h) is not None)
+    if tripped:
+        rank = tripped[0][1]
+        sections.append(r.Line(f"rank {rank}'s watch:", look="strong"))
+        sections.extend(build_report(histories[rank]).sections)
+    return r.Report(sections, cls="msdebug-watch", style="font-size:95%")
+
+
 html_live, text_live = r.renderers(build_live)
 html_report, text_report = r.renderers(build_report)
+html_ranks, text_ranks = r.renderers(build_ranks)

@@ -183,6 +183,9 @@ class MsrunMagics(Magics):
         return None
 
     def _cell(self, args: Parsed) -> None:
+        from IPython.display import display
+
+        from ...ranks import watch as ranks_watch
         from ...views.ranks import note, summary, text_report
         from ..ranks import RankOutput
 
@@ -197,6 +200,7 @@ class MsrunMagics(Magics):
             raise MagicUsageError(f"%%msrun: --hang-after is a number of seconds above 0, got {hang!r}.")
         ranks = _ranks(args.prefix, args.get("--ranks"), _pool.ranks)
         output = RankOutput(self.shell, ranks if ranks is not None else _pool.ranks)
+        ranks_watch.clear(_pool.dir)  # each rank saves the watch it ran in this cell (%%mswatch)
         try:
             # IPython counts a cell before running it: this cell is the one before the count.
             run = _pool.execute(
@@ -206,6 +210,9 @@ class MsrunMagics(Magics):
         finally:
             output.close()
         output.close({r.rank: r.state for r in run.results})
+        watched = ranks_watch.collect(_pool.dir, [r.rank for r in run.results])
+        if watched is not None:  # one report of every rank's watch
+            display(watched)
         report = text_report(run)
         if report:
             print(report, file=sys.stderr)

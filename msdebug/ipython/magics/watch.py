@@ -78,7 +78,11 @@ class _Output:
     which cannot replace what it printed, only the final report is printed."""
 
     def __init__(self, shell) -> None:
-        self.live = getattr(shell, "kernel", None) is not None
+        from ..ranks import on_a_rank
+
+        # On a rank of %msrun the notebook shows one report of every rank's watch instead.
+        self.quiet = on_a_rank()
+        self.live = getattr(shell, "kernel", None) is not None and not self.quiet
         self.handle: Any = None
 
     def update(self, history: Any) -> None:
@@ -94,6 +98,9 @@ class _Output:
 
     def final(self, history: Any, note: str) -> None:
         from IPython.display import display
+
+        if self.quiet:
+            return
 
         report = Watching(history, final=True, note=note)
         if self.handle is not None:
