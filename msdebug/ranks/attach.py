@@ -2,8 +2,7 @@
 stacks read with py-spy, and the hang analysis of ``%%msrun`` applied to where they are.
 
 A job is found from its log directory (the processes whose output msrun sends to
-``worker_<rank>.log`` there, or the msrun that was started with ``--log_dir`` there) or from a
-pid (msrun itself, or any process it started: a rank or the scheduler). msrun gives every process
+``worker_<rank>.log`` or ``scheduler.log`` there) or from a pid (msrun itself, or any process it started: a rank or the scheduler). msrun gives every process
 of one job ``MS_SCHED_HOST`` and ``MS_SCHED_PORT`` (where its scheduler listens) in its
 environment, and each rank its ``RANK_ID``: those, read from ``/proc``, say which processes
 belong together. A rank with a log file but no process has exited.
@@ -261,13 +260,6 @@ def find_job(target: str) -> Job:
             raise MsDebugError(f"no such directory: {echo(target)}; give the job's --log_dir or a pid.")
         log_dir = folder
         keys = {process.job for process in members if any(_inside(out, folder) for out in process.outputs)}
-        for process in processes:
-            flags = _msrun_args(process)
-            if flags is not None:
-                key, logs = _msrun_job(process, flags)
-                if logs == folder:
-                    keys.add(key)
-                    msrun_pid = process.pid
         if not keys:
             logs = sorted(name for name in _listdir(folder) if _WORKER_LOG.match(name))
             if logs:
