@@ -163,6 +163,7 @@ def diverge(
             if w.kind in COMPARED and (w.kind, w.name) not in keys:
                 keys.append((w.kind, w.name))
     shapes = {r: {(w.kind, w.name): tuple(w.shape) for w in histories[r].watched} for r in ranks}
+    rows_of = {r: [steps[r].index(s) for s in common] if steps[r] != common else slice(None) for r in ranks}
     found: list[Divergence] = []
     compared = 0
     for kind, name in keys:
@@ -170,10 +171,7 @@ def diverge(
         if len(having) < 2 or len({shapes[r][(kind, name)] for r in having}) > 1 or not common:
             continue
         compared += 1
-        tables = {}
-        for r in having:
-            index = {s: i for i, s in enumerate(steps[r])}
-            tables[r] = histories[r].stats(name, kind)[[index[s] for s in common]]
+        tables = {r: histories[r].stats(name, kind)[rows_of[r]] for r in having}
         recorded = np.all([~np.isnan(t).all(axis=1) for t in tables.values()], axis=0)  # a step every rank recorded
         first = tables[having[0]]
         differs = np.zeros(len(common), dtype=bool)
