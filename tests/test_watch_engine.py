@@ -282,3 +282,44 @@ def test_a_pattern_that_matches_nothing_is_one_line_and_training_does_not_start(
     nothing_left()
     with pytest.raises(InvalidValueError, match="every must be a whole number"):
         msdebug.watch(every=0)
+
+
+# --------------------------------------------------------------------------- the two ways to compute
+
+
+def test_the_host_statistics_equal_the_device_kernels_on_every_kind_of_value(monkeypatch):
+    """Where the device is the host (this CPU build) numpy reads the tensors in place; elsewhere
+    one compiled MindSpore function computes the rows. Both must give the same matrix: every
+    statistic, the share in a range, and the change since a copy, with NaN, Inf, zeros and
+    float16 among the values."""
+    from msdebug.dumps.watch import Evaluator, parse_conditions
+
+    needs = Evaluator(parse_conditions(["weights:not_changed(rtol=0.01)", "acts:range(range_start_inclusive=-1,"
+                                        "range_end_inclusive=0.5,range_percentage_lt=50)"])).needs  # fmt: skip
+    assert needs.update and needs.ranges and needs.rtols
+    rng = np.random.default_rng(3)
+    before = [rng.standard_normal((8, 5)).astype(np.float32), np.zeros(7, np.float32)]
+    after = [
+        before[0] + 0.001 * rng.standard_normal((8, 5)).astype(np.float32),
+        np.linspace(-2, 2, 7).astype(np.float32),
+    ]
+    weights = [ms.Parameter(ms.Tensor(a), name=f"w{i}") for i, a in enumerate(after)]
+    odd = np.array([0.0, 1.0, -3.0, np.nan, np.inf, 0.0], np.float32)
+    others = [ms.Tensor(odd), ms.Tensor(rng.standard_normal(9).astype(np.float16)), ms.Tensor(np.zeros(4, np.float32))]
+    monkeypatch.delenv("MSDEBUG_WATCH_DEVICE_KERNELS", raising=False)
+    assert backend.on_host()
+    host = backend.statistics(weights, backend.copies([ms.Tensor(b) for b in before]), others, needs)
+    monkeypatch.setenv("MSDEBUG_WATCH_DEVICE_KERNELS", "1")
+    assert not backend.on_host()
+    device = backend.statistics(weights, backend.copies([ms.Tensor(b) for b in before]), others, needs)
+    assert host.shape == device.shape == (5, len(STATS) + len(needs.extras))
+    np.testing.assert_allclose(host, device, rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert host[2][STATS.index("nonfinite")] == 2 and host[2][STATS.index("zero_share")] == pytest.approx(2 / 6)
+    assert np.isnan(host[2][len(STATS) + len(needs.ranges) :]).all()  # not a weight: no change
+
+
+def test_on_the_host_a_parameter_is_read_in_place_not_copied():
+    parameter = ms.Parameter(ms.Tensor(np.ones(1000, np.float32)), name="in_place")
+    seen = backend._flat(parameter)
+    ms.ops.assign(parameter, ms.Tensor(np.full(1000, 5.0, np.float32)))
+    assert seen.base is not None and (seen == 5.0).all()
