@@ -32,3 +32,28 @@ def pytest_configure(config):
         return start(*args, **kwargs)
 
     nbval.kernel.start_new_kernel = start_like_jupyter
+    nbval.kernel.RunningKernel.get_message = _with_display_updates(nbval.kernel.RunningKernel.get_message)
+
+
+def _with_display_updates(get_message):
+    """nbval ignores ``update_display_data``; JupyterLab and nbconvert (which stores the
+    outputs) replace the display it names. So does this: the ``data`` nbval keeps of a display
+    is updated in place (``%%mswatch``'s live table, then its report)."""
+    import nbformat
+
+    shown = {}
+
+    def get(self, stream, timeout=None):
+        msg = get_message(self, stream, timeout=timeout)
+        content = msg.get("content", {})
+        display_id = (content.get("transient") or {}).get("display_id")
+        if msg.get("msg_type") == "display_data" and display_id:
+            # a NotebookNode: nbval stores it as it is (any other mapping it copies)
+            content["data"] = shown[display_id] = nbformat.from_dict(content["data"])
+        elif msg.get("msg_type") == "update_display_data" and display_id in shown:
+            shown[display_id].clear()
+            shown[display_id].update(content["data"])
+            msg = {**msg, "parent_header": {}}  # handled: nbval passes over a message of no cell
+        return msg
+
+    return get
