@@ -1,0 +1,223 @@
+"""Watching a training: ``msdebug.watch()`` (what ``%%mswatch`` runs) against the same step without it.
+
+1. One training step of a 20-layer MLP (``nn.TrainOneStepCell`` + SGD, ``--width`` 64, batch 32,
+   as ``bench_nan.py``), in PyNative and in GRAPH mode. Each round runs a block of ``--block``
+   steps without msdebug, then a block of the same steps inside ``msdebug.watch(...)`` (the
+   recommended conditions, ``stop=False`` so that a trip does not end the block), alternating;
+   the median block time of ``--rounds`` rounds is compared. Entering the watch and its first
+   step (where the statistics, and in GRAPH mode the watched step, are compiled) are outside the
+   timed block and reported apart as the watch's fixed cost. Twice: every step watched
+   (``every=1``), and every 10th step (``every=10``, the block a multiple of 10 steps).
+2. The memory of the statistics a watch keeps: the tensors a 100M-parameter model gives to a
+   PyNative watch (MindSpore's own ``nn.TransformerEncoder``, BERT-base sized: 12 layers,
+   d_model 768, with a 30,522-token embedding; its parameters, their gradients, one activation
+   per named sub-cell, the loss) go through the recording path of every step (the conditions'
+   :class:`~msdebug.dumps.watch.Evaluator` and :class:`~msdebug.dumps.watch.WatchHistory`) for
+   ``--steps-memory`` steps with changing values. Measured with ``tracemalloc`` (Python objects
+   and numpy's buffers, which numpy reports to it): the peak above what was allocated before.
+
+Goals: every step watched at most 1.3x the plain step in GRAPH and 2x in PyNative; every 10th
+step at most 1.1x in both; the statistics of 1,000 steps under 50 MB. The script exits 1 when it
+misses one.
+
+    python benchmarks/bench_watch.py [--rounds 15] [--block 10] [--width 64] [--steps-memory 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+from goals import verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+GOALS = {("graph", 1): 1.3, ("pynative", 1): 2.0, ("graph", 10): 1.1, ("pynative", 10): 1.1}
+MEMORY_MB = 50.0
+
+
+def _training(mode: str, width: int):
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    ms.set_seed(0)
+    layers = []
+    for _ in range(20):
+        layers += [nn.Dense(width, width), nn.ReLU()]
+    net = nn.SequentialCell(layers)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), 1e-3))
+    x = ms.Tensor(np.random.default_rng(0).standard_normal((32, width)).astype(np.float32))
+    y = ms.Tensor(np.zeros((32, width), np.float32))
+    return net, step, x, y
+
+
+def bench_steps(mode: str, every: int, args) -> dict:
+    import msdebug
+
+    net, step, x, y = _training(mode, args.width)
+    block = -(-args.block // every) * every  # a whole number of watch periods
+
+    def steps(count: int) -> None:
+        for _ in range(count):
+            step(x, y).asnumpy()
+
+    steps(3)  # compiled, warm
+    times: dict[str, list[float]] = {"plain": [], "watched": [], "fixed": []}
+    watched_steps = 0
+    for _ in range(args.rounds):
+        start = time.perf_counter()
+        steps(block)
+        times["plain"].append(time.perf_counter() - start)
+
+        start = time.perf_counter()
+        with msdebug.watch(every=every, stop=False, net=step) as w:
+            steps(every)  # the first watched step compiles; then the period is complete again
+            times["fixed"].append(time.perf_counter() - start)
+            begin = time.perf_counter()
+            steps(block)
+            times["watched"].append(time.perf_counter() - begin)
+        watched_steps = len(w.history.steps)
+        assert w.number == block + every, (w.number, block + every)
+    plain, watched = statistics.median(times["plain"]), statistics.median(times["watched"])
+    fixed = statistics.median(times["fixed"]) - plain * every / block
+    result = {
+        "mode": mode,
+        "every": every,
+        "step_ms": round(plain / block * 1e3, 3),
+        "watched_step_ms": round(watched / block * 1e3, 3),
+        "ratio": round(watched / plain, 3),
+        "fixed_ms": round(fixed * 1e3, 1),
+        "tensors": len(w.history.watched),
+        "recorded_steps": watched_steps,
+    }
+    print(
+        f"20-layer MLP training step ({mode}, width {args.width}, batch 32), every {every}: "
+        f"median of {args.rounds} blocks of {block} steps\n"
+        f"  without msdebug   {result['step_ms']:.3f} ms a step\n"
+        f"  msdebug.watch     {result['watched_step_ms']:.3f} ms a step ({result['tensors']} tensors watched, "
+        f"{watched_steps} of {block + every} steps recorded)\n"
+        f"  ratio {result['ratio']}x (goal <= {GOALS[(mode, every)]}); entering the watch and its first "
+        f"step: {result['fixed_ms']} ms more"
+    )
+    return result
+
+
+def _bert_sized_tensors():
+    """The tensors a PyNative watch of a BERT-base sized ``nn.TransformerEncoder`` sees, and its
+    parameter count (the model itself is built, counted and let go)."""
+    import mindspore as ms
+    from mindspore import nn
+
+    from msdebug.dumps.watch import Watched
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+    class Bert(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(30522, 768)
+            layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 12)
+            self.head = nn.Dense(768, 2)
+
+        def construct(self, ids):
+            return self.head(self.encoder(self.embedding(ids))[:, 0])
+
+    model = Bert()
+    params = model.trainable_params()
+    count = sum(int(np.prod(p.shape)) for p in params)
+    watched = [Watched(p.name, "weight", tuple(p.shape), "Float32") for p in params]
+    watched += [Watched(p.name, "grad", tuple(p.shape), "Float32") for p in params]
+    watched += [Watched(name, "act", (), "Float32", name) for name, _ in model.cells_and_names() if name]
+    watched.append(Watched("loss", "loss", (), "float"))
+    del model, params
+    return watched, count
+
+
+def bench_memory(args) -> dict:
+    from msdebug.dumps.watch import STATS, Evaluator, Needs, WatchHistory, parse_conditions
+
+    watched, parameters = _bert_sized_tensors()
+    conditions = parse_conditions(None)
+    extras = Needs.of(conditions).extras
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.1, 1.0, (len(watched), len(STATS) + len(extras)))
+    base[:, STATS.index("zero_share")] = 0.01
+    base[:, STATS.index("nonfinite")] = 0.0
+    columns = (*STATS, *extras)
+    keys = [(w.kind, w.name) for w in watched]
+
+    tracemalloc.start()
+    before, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    start = time.perf_counter()
+    evaluator = Evaluator(conditions)
+    history = WatchHistory(conditions=[c.token for c in conditions])
+    for item in watched:
+        history.add(item)
+    for number in range(args.steps_memory):
+        # each step's statistics, as the backend hands them over: one row per tensor
+        values = base * (1.0 + 1e-3 * number)
+        values[-1, STATS.index("mean")] = 1.0 / (1 + number)  # the loss goes down
+        rows = {key: dict(zip(columns, map(float, values[i]), strict=True)) for i, key in enumerate(keys)}
+        evaluator.evaluate(number, watched, rows)
+        history.record(number, rows)
+    seconds = time.perf_counter() - start
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    result = {
+        "parameters": parameters,
+        "tensors": len(watched),
+        "steps": args.steps_memory,
+        "recorded_steps": len(history.steps),
+        "history_mb": round(history.nbytes / 1e6, 2),
+        "peak_extra_mb": round((peak - before) / 1e6, 2),
+        "kept_mb": round((current - before) / 1e6, 2),
+        "host_ms_per_step": round(seconds / args.steps_memory * 1e3, 2),
+    }
+    print(
+        f"statistics of a {parameters / 1e6:.0f}M-parameter model ({len(watched)} tensors watched) over "
+        f"{args.steps_memory} steps, tracemalloc\n"
+        f"  history {result['history_mb']} MB of statistics ({result['recorded_steps']} steps kept), "
+        f"{result['kept_mb']} MB held at the end, peak {result['peak_extra_mb']} MB above the start "
+        f"(goal < {MEMORY_MB:.0f})\n"
+        f"  conditions and recording on the host: {result['host_ms_per_step']} ms a step"
+    )
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="alternating blocks of each kind")
+    parser.add_argument("--block", type=int, default=10, help="steps per timed block")
+    parser.add_argument("--width", type=int, default=64, help="the MLP's width")
+    parser.add_argument("--steps-memory", type=int, default=1000, help="steps of statistics recorded")
+    args = parser.parse_args()
+    from mindspore import set_context
+
+    set_context(device_target="CPU")
+    timed = [bench_steps(mode, every, args) for mode in ("pynative", "graph") for every in (1, 10)]
+    memory = bench_memory(args)
+    print(json.dumps({"steps": timed, "memory": memory}))
+    goals = {
+        f"{r['mode']} every {r['every']}: at most {GOALS[(r['mode'], r['every'])]}x the plain step ({r['ratio']}x)": (
+            r["ratio"] <= GOALS[(r["mode"], r["every"])]
+        )
+        for r in timed
+    }
+    goals[f"statistics of {memory['steps']} steps under {MEMORY_MB:.0f} MB ({memory['peak_extra_mb']} MB)"] = (
+        memory["peak_extra_mb"] < MEMORY_MB
+    )
+    return verdict(goals)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
