@@ -67,6 +67,7 @@ def numpy_stats(a):
 def nothing_left():
     """No patch, hook, callback or SIGINT handler of the watch is left."""
     assert "__call__" not in vars(nn.Optimizer) and "__call__" not in vars(nn.TrainOneStepCell)
+    assert nn.Cell.__call__.__module__.startswith("mindspore")
     assert backend._current is None and recorder._active == []
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
@@ -322,4 +323,62 @@ def test_on_the_host_a_parameter_is_read_in_place_not_copied():
     parameter = ms.Parameter(ms.Tensor(np.ones(1000, np.float32)), name="in_place")
     seen = backend._flat(parameter)
     ms.ops.assign(parameter, ms.Tensor(np.full(1000, 5.0, np.float32)))
+    ms.runtime.synchronize()  # PyNative launched the assign; it has run now
     assert seen.base is not None and (seen == 5.0).all()
+
+
+# --------------------------------------------------------------------------- what is watched
+
+
+def test_only_what_the_cell_trains_is_watched_not_another_network_of_the_notebook():
+    """An earlier cell's network and optimizer stay in the namespace, untrained here: they used
+    to be watched, and "not changed" tripped on them at step 0."""
+    ms.set_seed(0)
+    earlier = Classifier()
+    earlier_step = classifier_step(earlier)  # noqa: F841 - in the namespace the watch looks at
+    net = Classifier()
+    step = classifier_step(net)
+    x, y = images((16, 8)), labels(16)
+    with msdebug.watch("weights:*:not_changed", "grads:*:vanishing") as w:
+        for _ in range(3):
+            step(x, y)
+    assert w.history.trips == [] and w.number == 3
+    watched = {(item.kind, item.name) for item in w.history.watched}
+    assert {name for kind, name in watched if kind == "weight"} == {p.name for p in net.get_parameters()}
+    assert all(not name.endswith("#2") for _, name in watched)  # the untrained twin's names are not taken
+
+
+def test_a_weight_is_named_with_the_line_of_the_cell_class_that_holds_it():
+    ms.set_seed(0)
+    net = Classifier()
+    net.fc2.weight.requires_grad = False
+    step = classifier_step(net)
+    with msdebug.watch("weights:fc2.weight:not_changed") as w:
+        step(images((16, 8)), labels(16))
+    item = next(i for i in w.history.watched if (i.kind, i.name) == ("weight", "fc2.weight"))
+    line = Classifier.__init__.__code__.co_firstlineno - 3  # the class line, above its docstring and def
+    assert item.defined_at == f"test_watch_engine.py:{line}", item
+
+
+def test_an_update_inside_a_jit_function_is_watched_through_the_namespace_s_optimizer():
+    """The optimizer runs inside ``@jit`` (no Python call to see): the namespace's optimizer and
+    its network are watched at each ``msdebug.step(loss)``; a frozen layer is found."""
+    ms.set_seed(0)
+    net = Classifier()
+    frozen = list(net.fc3.trainable_params())
+    rest = [p for p in net.trainable_params() if all(p is not q for q in frozen)]
+    optimizer = nn.SGD([{"params": rest}, {"params": frozen, "lr": 0.0}], learning_rate=0.05)
+    grad_fn = ms.value_and_grad(nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")),
+                                None, optimizer.parameters)  # fmt: skip
+
+    @ms.jit
+    def train_step(x, y):
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        return loss
+
+    x, y = images((16, 8)), labels(16)
+    with msdebug.watch("weights:*:not_changed") as w:
+        for _ in range(3):
+            msdebug.step(train_step(x, y))
+    assert w.history.stopped and [(t.name, t.step) for t in w.history.trips] == [("fc3.weight", 1), ("fc3.bias", 1)]

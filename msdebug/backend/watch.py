@@ -241,6 +241,7 @@ class Targets:
         self.optimizers: list[Any] = []
         self.steps: list[Any] = []
         self.models: list[Any] = []
+        self.given = False  # the network or optimizer was named (net=, optimizer=)
 
     def __bool__(self) -> bool:
         return bool(self.nets or self.optimizers or self.steps)
@@ -283,6 +284,7 @@ def find_targets(namespace: dict | None, net: Any = None, optimizer: Any = None)
             candidates.append(value)
 
     if net is not None or optimizer is not None:
+        found.given = True
         for value in (net, optimizer):
             if value is not None:
                 take(value)
@@ -327,6 +329,10 @@ class _Net:
         self.names = {id(cell): name for name, cell in net.cells_and_names() if name}
         self.cells = [cell for name, cell in net.cells_and_names() if name]
         self.root_at = _defined_at(type(net))
+        #: id of each parameter -> where the Cell that holds it is defined (the person's own class, else the network's)
+        self.where = {id(parameter): _defined_at(type(cell)) or self.root_at
+                      for _, cell in net.cells_and_names() for parameter in cell._params.values()}  # fmt: skip
+        self.parameters = [parameter for _, parameter in net.parameters_and_names()]
 
 
 _current: Tracker | None = None
@@ -352,28 +358,39 @@ class Tracker:
         self._graph_rows: tuple[list[tuple[str, str]], np.ndarray] | None = None
         self._calls: dict[str, int] = {}
         self._patches = Patches()
-        self._handles: list[Any] = []
-        for net in targets.nets:
-            for _, parameter in net.parameters_and_names():
-                self.weights.setdefault(parameter.name, parameter)
-        for optimizer in targets.optimizers:
-            self._add_optimizer(optimizer)
+        #: id of each sub-cell of a watched network -> (that cell, the network): the cell is held, so its id stays its own
+        self._owners = {id(cell): (cell, net) for net in self._nets for cell in net.cells}
+        self._keys: dict[int, str] = {}  # id of a watched parameter -> its name here
+        self._watched_now = False
+        self._where: dict[int, str] = {}
+        self._described: dict[tuple[str, str], Watched] = {}
+        #: every parameter name of what was found, trained or not (a pattern is checked against these)
+        self.names = dict.fromkeys(p.name for net in self._nets for p in net.parameters)
+        # What is watched is what the cell trains: the optimizers called (with their networks), or
+        # those given. Only if a step ends with no optimizer call seen (the update inside a @jit
+        # function) are the optimizers found in the namespace taken, then its networks.
+        self._found = targets
+        if targets.given:
+            for net in self._nets:
+                self._watch_net(net)
+            for optimizer in targets.optimizers:
+                self._add_optimizer(optimizer)
 
     # ---- lifecycle
     @interrupts.protected
     def install(self) -> None:
-        """Wrap the optimizer's and the training step's call; forward hooks on the sub-cells."""
+        """Wrap the optimizer's and the training step's call, and ``Cell.__call__`` for the
+        sub-cells' outputs. Not forward hooks: MindSpore compiles a Cell's forward hooks into any
+        graph that calls the Cell (a ``@jit`` training step in PyNative, or GRAPH mode), where
+        ours cannot run; a wrapped ``__call__`` is simply not called inside a graph."""
         global _current
         from mindspore import nn
 
         plan = [(nn.Optimizer, "__call__", _optimizer_call(nn.Optimizer.__call__)),
-                (nn.TrainOneStepCell, "__call__", _step_call(nn.TrainOneStepCell.__call__))]  # fmt: skip
+                (nn.TrainOneStepCell, "__call__", _step_call(nn.TrainOneStepCell.__call__)),
+                (nn.Cell, "__call__", _cell_call(nn.Cell.__call__))]  # fmt: skip
         try:
             self._patches.apply(plan)
-            # In GRAPH mode MindSpore compiles a Cell's forward hooks into its graph, where ours cannot run.
-            for watched in [] if graph_mode() else self._nets:
-                for cell in watched.cells:
-                    self._handles.append(cell.register_forward_hook(self._forward_hook(watched)))
         except BaseException:
             self.remove()
             raise
@@ -386,44 +403,65 @@ class Tracker:
         if _current is self:
             _current = None
         try:
-            while self._handles:
-                self._handles.pop().remove()
-        finally:
             self._patches.restore()
+        finally:
             self.grads, self.acts, self.prevs = {}, [], {}
 
     # ---- what is watched
-    def _add_optimizer(self, optimizer: Any) -> None:
+    def _key(self, parameter: Any) -> str:
+        """The name ``parameter`` is watched under: its own, or with ``#2``... when another
+        watched parameter has that name (two instances of one network)."""
+        key = self._keys.get(id(parameter))
+        if key is None:
+            key, count = parameter.name, 1
+            while key in self.weights and self.weights[key] is not parameter:
+                count += 1
+                key = f"{parameter.name}#{count}"
+            self._keys[id(parameter)] = key
+            self.weights[key] = parameter
+        return key
+
+    def _watch_net(self, net: _Net) -> None:
+        for parameter in net.parameters:
+            self._key(parameter)
+            self._where.setdefault(id(parameter), net.where.get(id(parameter), net.root_at))
+
+    def _add_optimizer(self, optimizer: Any, before_update: bool = True) -> None:
+        """Watch what ``optimizer`` trains: its parameters, and every parameter of the networks
+        that hold one of them (a layer frozen by mistake is not in the optimizer, but in its
+        network). A network nothing trains is not watched."""
         if id(optimizer) in self._optimizers:
             return
-        names = optimizer_parameters(optimizer) or []
-        self._optimizers[id(optimizer)] = names
-        parameters = getattr(optimizer, "_parameters", None) or optimizer.parameters
-        for parameter in parameters:
-            self.weights.setdefault(parameter.name, parameter)
+        parameters = list(getattr(optimizer, "_parameters", None) or optimizer.parameters)
+        held = {id(p) for p in parameters}
+        for net in self._nets:
+            if any(id(p) in held for p in net.parameters):
+                self._watch_net(net)
+        self._optimizers[id(optimizer)] = [self._key(p) for p in parameters]
+        self.names.update(dict.fromkeys(p.name for p in parameters))
+        if before_update:  # their copies for this step's change (at a step's end, it is too late)
+            self._copy_missing()
 
     @property
     def known_kinds(self) -> set[str]:
-        kinds = {"weights"} if self.weights else set()
+        kinds = {"weights"} if (self.weights or self.names) else set()
         if self._optimizers:
             kinds.add("grads")
         return kinds
 
-    def _forward_hook(self, watched: _Net) -> Callable:
-        def hook(cell, args, output):
-            if self.busy or _current is not self or not self.session.watching:
-                return None
-            found = tensors_in(output)
-            if found:
-                scope = watched.names.get(id(cell), type(cell).__name__)
-                calls = self._calls.get(scope, 0)
-                self._calls[scope] = calls + 1
-                name = scope if calls == 0 else f"{scope}#{calls}"
-                own = _defined_at(type(cell)) or watched.root_at
-                self.acts.append((name, scope, found[0], own))
-            return None
-
-        return hook
+    def cell_output(self, cell: Any, output: Any) -> None:
+        """A sub-cell of a watched network returned ``output`` (its activation) in PyNative."""
+        found = self._owners.get(id(cell))
+        if found is None or found[0] is not cell or not self.session.watching:
+            return
+        tensors = tensors_in(output)
+        if tensors:
+            watched = found[1]
+            scope = watched.names.get(id(cell), type(cell).__name__)
+            calls = self._calls.get(scope, 0)
+            self._calls[scope] = calls + 1
+            name = scope if calls == 0 else f"{scope}#{calls}"
+            self.acts.append((name, scope, tensors[0], _defined_at(type(cell)) or watched.root_at))
 
     # ---- steps
     def begin_step(self, watched: bool) -> None:
@@ -431,19 +469,37 @@ class Tracker:
         and a condition needs their change (not for a GRAPH step, which copies inside its graph)."""
         self.grads, self.acts, self.prevs, self._calls = {}, [], {}, {}
         self._graph_rows = None
-        if not (watched and self.needs.update and self.weights):
+        self._watched_now = watched
+        self._copy_missing()
+
+    def _copy_missing(self) -> None:
+        """Copies of the watched weights that have none this step (all at its start; those of an
+        optimizer first called in it, before it updates them)."""
+        missing = [name for name in self.weights if name not in self.prevs]
+        if not (self._watched_now and self.needs.update and missing):
             return
         if graph_mode() and self._graph_steps and not on_host():
             return
         self.busy = True
         try:
-            names = list(self.weights)
-            self.prevs = dict(zip(names, copies([self.weights[n] for n in names]), strict=True))
+            self.prevs.update(zip(missing, copies([self.weights[n] for n in missing]), strict=True))
         finally:
             self.busy = False
 
+    def _fall_back(self) -> None:
+        """No optimizer was called where the hooks see it: watch the namespace's optimizers and
+        their networks, or, with none, its networks."""
+        if self._optimizers or self._found.given:
+            return
+        for optimizer in self._found.optimizers:
+            self._add_optimizer(optimizer, before_update=False)
+        if not self._found.optimizers:
+            for net in self._nets:
+                self._watch_net(net)
+
     def collect(self) -> tuple[list[Watched], dict[tuple[str, str], dict[str, float]]]:
         """The watched tensors of this step and their statistics (one compiled call)."""
+        self._fall_back()
         if self._graph_rows is not None:
             keys, matrix = self._graph_rows
             watched = self._describe(keys)
@@ -473,9 +529,13 @@ class Tracker:
                 _, scope, tensor, at = acts[name]
             else:
                 tensor = self.weights.get(name) if kind == "weight" else self.grads.get(name, self.weights.get(name))
-                scope, at = "", ""
+                scope, at = "", self._where.get(id(self.weights.get(name)), "")
             shape = tuple(int(s) for s in getattr(tensor, "shape", ()))
-            out.append(Watched(name, kind, shape, str(getattr(tensor, "dtype", "")), scope, at))
+            known = self._described.get((kind, name))
+            if known is None or known.shape != shape or known.scope != scope or known.defined_at != at:
+                known = self._described[(kind, name)] = Watched(name, kind, shape, str(getattr(tensor, "dtype", "")),
+                                                                scope, at)  # fmt: skip
+            out.append(known)
         return out
 
     def _as_rows(self, keys: list[tuple[str, str]], matrix: np.ndarray) -> dict[tuple[str, str], dict[str, float]]:
@@ -556,6 +616,18 @@ def _optimizer_call(original: Callable) -> Callable:
         if tracker is None or tracker.busy:
             return original(optimizer, *args, **kwargs)
         return tracker.optimizer_call(original, optimizer, args, kwargs)
+
+    return __call__
+
+
+def _cell_call(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __call__(cell, *args, **kwargs):
+        output = original(cell, *args, **kwargs)
+        tracker = _current
+        if tracker is not None and not tracker.busy:
+            tracker.cell_output(cell, output)
+        return output
 
     return __call__
 

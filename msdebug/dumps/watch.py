@@ -427,6 +427,7 @@ class Evaluator:
         self.needs = Needs.of(self.conditions)
         self._best: dict[Condition, tuple[float, int]] = {}
         self._first = True
+        self._matched: dict[tuple[int, str, str], bool] = {}
 
     def unmatched(self, watched: list[Watched], kinds_known: set[str]) -> list[str]:
         """One line per condition whose pattern matches no tensor of its kind, among the kinds
@@ -446,13 +447,21 @@ class Evaluator:
             )
         return lines
 
+    def _matches(self, condition: Condition, item: Watched) -> bool:
+        """``condition.matches(item)``, worked out once per condition and tensor (each step asks again)."""
+        key = (id(condition), item.kind, item.name)
+        found = self._matched.get(key)
+        if found is None:
+            found = self._matched[key] = condition.matches(item)
+        return found
+
     def evaluate(self, step: int, watched: list[Watched], rows: dict[tuple[str, str], dict[str, float]]) -> list[Trip]:
         """The trips of this step; ``rows`` maps ``(kind, name)`` to its statistics (and extras)."""
         trips = []
         for condition in self.conditions:
             for item in watched:
                 row = rows.get((item.kind, item.name))
-                if row is None or not condition.matches(item):
+                if row is None or not self._matches(condition, item):
                     continue
                 trip = self._check(condition, item, step, row)
                 if trip is not None:

@@ -266,8 +266,9 @@ class WatchSession:
         kinds -= self._checked
         if not kinds:
             return
-        watched = [Watched(name, "weight", (), "") for name in tracker.weights]
-        watched += [Watched(name, "grad", (), "") for name in tracker.weights]
+        names = list(dict.fromkeys([*tracker.names, *tracker.weights]))  # trained or not yet: a pattern may name either
+        watched = [Watched(name, "weight", (), "") for name in names]
+        watched += [Watched(name, "grad", (), "") for name in names]
         watched += [Watched(a[0], "act", (), "") for a in tracker.acts]
         lines = self._evaluator.unmatched(watched, kinds)
         self._checked |= kinds
