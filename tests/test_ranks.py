@@ -347,6 +347,27 @@ def test_ctrl_c_in_the_notebook_interrupts_every_rank(ranks):
     assert sorted(text_of(outputs, "stream", "stdout").splitlines()) == ["[rank 0] still here", "[rank 1] still here"]
 
 
+def test_a_rank_that_ctrl_c_ends_is_said_to_have_ended_not_to_have_stopped(ranks):
+    """MindSpore's own SIGINT handler (set at a process's first PyNative op and at each GRAPH
+    run) ends a rank interrupted while ops it launched still run, with SIGTERM. Stood in for
+    here by a handler that does the same, on rank 1 only: Ctrl-C in the notebook must say which
+    rank ended and how (it said only KeyboardInterrupt, through msdebug's frames)."""
+    ranks.broken = True  # rank 1 ends here
+    marker = f"{ranks.cwd}/ends-on-ctrl-c-1"
+    msg_id = ranks.client.execute(
+        "%%msrun --ranks 1\nimport os, signal\n"
+        "signal.signal(signal.SIGINT, lambda *_: os.kill(os.getpid(), signal.SIGTERM))\n"
+        f"open({marker!r}, 'w').close()\nwhile True:\n    pass"
+    )
+    deadline = time.monotonic() + 120
+    while not os.path.exists(marker):
+        assert time.monotonic() < deadline, "rank 1 never started the loop"
+        time.sleep(0.02)
+    ranks.manager.interrupt_kernel()
+    status, outputs = ranks.finish(msg_id, 120)
+    assert status == "error" and _error_line(outputs) == "RankError: rank 1 died (killed by SIGTERM).", outputs
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [

@@ -538,6 +538,29 @@ def test_a_rank_not_in_the_cell_never_reaches_its_collective(job):
     _free(job)
 
 
+def test_status_takes_in_a_rank_freed_after_its_cell_was_reported_and_shows_what_it_said(job):
+    """Rank 0 is left in an AllReduce (reported), then rank 1 joins it in a cell of its own:
+    rank 0's cell ends on its own later. ``%msrun status`` used to say "busy" until the next
+    ``%%msrun`` cell took in rank 0's last messages; it takes them in itself, output included.
+    The wait is on rank 0's socket (each look takes in what came), never on a clock."""
+    status, outputs = job.run("%%msrun --ranks 0 --hang-after 2\nprint('late', ops.AllReduce()(t))", timeout=120)
+    assert status == "error", outputs
+    status, outputs = job.run(JOIN, timeout=120)
+    assert status == "ok", outputs
+    status, outputs = job.run(
+        "import time, zmq\nfrom msdebug.ipython.magics import ranks as _magic\n"
+        "_poller = zmq.Poller()\n_poller.register(_magic._pool.clients[0].iopub_channel.socket, zmq.POLLIN)\n"
+        "_deadline = time.monotonic() + 30\n"
+        "while 'rank 0: busy' in (_said := _magic._status(get_ipython())) and time.monotonic() < _deadline:\n"
+        "    _poller.poll(1000)\n"
+        "print(_said)",
+        timeout=120,
+    )
+    assert status == "ok", outputs
+    said = text_of(outputs, "stream", "stdout")
+    assert "  rank 0: idle" in said and "[rank 0] [2. 2.]" in said, said  # 'late ' came before the wait
+
+
 def test_a_rank_that_launched_a_collective_and_computes_on_is_found_and_stays_busy(job):
     """Rank 0 launches an AllReduce, then computes on: the deadlock is known from the records
     (rank 1 is done) while rank 0 still computes. Rank 0 stays busy for later cells; once rank 1

@@ -174,16 +174,17 @@ def _from_a_notebook_front_end(shell) -> bool:
 
 
 class RankOutput:
-    """``output(rank, kind, content)`` for :meth:`msdebug.ranks.pool.Pool.execute`."""
+    """``output(rank, kind, content)`` for :meth:`msdebug.ranks.pool.Pool.execute`: one tab per
+    rank under a notebook front end (unless ``tabs`` is False), else ``[rank N]`` lines."""
 
-    def __init__(self, shell, ranks: list[int]) -> None:
+    def __init__(self, shell, ranks: list[int], tabs: bool = True) -> None:
         from . import comm
 
         self.ranks = ranks
         self.tabs = None
         self._outputs: dict[int, object] = {}
         self._partial: dict[tuple[int, str], str] = {}
-        if comm.front_end_connected(shell) or _from_a_notebook_front_end(shell):
+        if tabs and (comm.front_end_connected(shell) or _from_a_notebook_front_end(shell)):
             self._make_tabs()
 
     def _make_tabs(self) -> None:

@@ -609,7 +609,7 @@ class Pool:
         """
         chosen = list(self.clients) if ranks is None else list(ranks)
         show = output or (lambda rank, kind, content: None)
-        self._settle(show)
+        self.settle(show)
         still = [rank for rank in chosen if rank in self.busy]
         if still:
             listed = ", ".join(map(str, still))
@@ -660,6 +660,9 @@ class Pool:
                     raise
                 self.interrupt(sorted(waiting))
         if cell.run.interrupted:
+            if any(result.state == "dead" for result in cell.results.values()):
+                # MindSpore's own SIGINT handler ends a rank whose launched ops still run: say so
+                return
             raise KeyboardInterrupt
 
     def _step(self, poller, sockets, pidfds, waiting: set[int], cell: _Cell) -> bool:
@@ -781,9 +784,10 @@ class Pool:
             result.state = "raised"
             result.ename, result.evalue = "Aborted", "the rank did not run the cell"
 
-    def _settle(self, show: OutputFn) -> None:
-        """Take in what busy ranks said since their cell was reported: their output goes on
-        (nothing is lost), and a rank whose earlier cell has ended is free again."""
+    def settle(self, show: OutputFn) -> None:
+        """Take in what busy ranks said since their cell was reported, without waiting: their
+        output goes on (nothing is lost), and a rank whose earlier cell has ended is free again
+        (before each cell, and for ``%msrun status``)."""
         for rank, msg_id in list(self.busy.items()):
             if not self.alive(rank):
                 self._idle(rank)

@@ -102,12 +102,17 @@ def _start(args: Parsed, shell) -> str:
     _started_with.update(args=args)
     pool.on_busy = lambda busy: _show(shell, busy)
     _show(shell)
-    return _status()
+    return _status(shell)
 
 
-def _status() -> str:
+def _status(shell=None) -> str:
+    from ..ranks import RankOutput
+
     if _pool is None:
         return "msrun: no ranks (`%msrun start -n 2` starts them)"
+    late = RankOutput(shell, _pool.ranks, tabs=False)
+    _pool.settle(late)  # a rank whose earlier cell ended since is idle, its last output shown
+    late.close()
     hosts = f" of {_pool.total} on all hosts" if _pool.total > _pool.workers else ""
     lines = [f"msrun: {_pool.workers} ranks{hosts}, logs in {_pool.log_dir}"]
     if hosts:  # which host runs the job's scheduler
@@ -179,7 +184,7 @@ class MsrunMagics(Magics):
                 print(f"msrun: rank {', '.join(map(str, stuck))} still busy 5 s after Ctrl-C (inside MindSpore, "
                       "such as a collective); `%msrun restart` starts the ranks again")  # fmt: skip
             return None
-        print(_status())
+        print(_status(self.shell))
         return None
 
     def _cell(self, args: Parsed) -> None:
