@@ -98,10 +98,20 @@ def _msrun_baseline(n: int, heartbeat: dict[str, str]) -> float:
         f"--log_dir={work / 'logs'}", "--join=False", str(script), str(work),
     ]  # fmt: skip
     env = {**_env(), **heartbeat}  # the ranks beat as often as msdebug's
+    said = work / "msrun.out"
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
+    with open(said, "wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     while not all((work / f"ready{rank}").exists() for rank in range(n)):
+        if process.poll() is not None or time.perf_counter() - start > 300:  # msrun gave up, or never got there
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+            tail = said.read_text(errors="replace")[-2000:]
+            shutil.rmtree(work, ignore_errors=True)
+            raise RuntimeError(f"the msrun baseline did not start its {n} ranks (exit {process.returncode}):\n{tail}")
         time.sleep(0.01)
     seconds = time.perf_counter() - start
     try:
