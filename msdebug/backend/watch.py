@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import interrupts
 from ..dumps.watch import STATS, Needs, Watched
-from .hooks import Patches, optimizer_parameters, tensors_in
+from .hooks import Patches, tensors_in
 
 __all__ = [
     "Targets",
