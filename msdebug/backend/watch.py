@@ -24,6 +24,7 @@ import functools
 import inspect
 import math
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -304,17 +305,34 @@ def find_targets(namespace: dict | None, net: Any = None, optimizer: Any = None)
 
 
 @functools.cache
-def _defined_at(cls: type) -> str:
-    """``cell [3] line 5`` or ``model.py:12``: where a Cell class of the person's own is defined."""
+def _defined_at(cls: type, attribute: str = "") -> str:
+    """``cell [3] line 5`` or ``model.py:12``: where a Cell class of the person's own is defined,
+    or, with ``attribute``, the line of its ``__init__`` that sets ``self.<attribute>`` (the
+    layer a parameter belongs to). Found through the code of the class's own functions: a class
+    defined in a notebook has no source file ``inspect`` can find (``__main__`` has none)."""
+    import linecache
+
     from ..dumps.cells import cell_number, is_cell, typed_line
 
-    try:
-        path = inspect.getsourcefile(cls) or ""
-        line = inspect.getsourcelines(cls)[1]
-    except (OSError, TypeError):
+    codes = [f.__code__ for f in vars(cls).values() if inspect.isfunction(f)]
+    if not codes:
         return ""
-    if "site-packages" in path or not path:
+    path = codes[0].co_filename
+    if "site-packages" in path or path.startswith("<") and not is_cell(path):
         return ""
+    lines = linecache.getlines(path)
+    line = 0
+    if attribute:
+        init = vars(cls).get("__init__")
+        if inspect.isfunction(init):
+            start = init.__code__.co_firstlineno
+            end = max((at for _, _, at in init.__code__.co_lines() if at), default=start)
+            wanted = re.compile(rf"^\s*self\.{re.escape(attribute)}\s*(:[^=]*)?=")
+            line = next((n for n in range(start, end + 1) if n <= len(lines) and wanted.match(lines[n - 1])), 0)
+    if not line:  # the class statement, above its first function
+        first = min(code.co_firstlineno for code in codes)
+        statement = re.compile(rf"^\s*class\s+{re.escape(cls.__name__)}\b")
+        line = next((n for n in range(first, 0, -1) if n <= len(lines) and statement.match(lines[n - 1])), first)
     if is_cell(path):
         number = cell_number(path)
         return f"cell [{number}] line {typed_line(path, line)}" if number is not None else ""
@@ -329,9 +347,16 @@ class _Net:
         self.names = {id(cell): name for name, cell in net.cells_and_names() if name}
         self.cells = [cell for name, cell in net.cells_and_names() if name]
         self.root_at = _defined_at(type(net))
-        #: id of each parameter -> where the Cell that holds it is defined (the person's own class, else the network's)
-        self.where = {id(parameter): _defined_at(type(cell)) or self.root_at
-                      for _, cell in net.cells_and_names() for parameter in cell._params.values()}  # fmt: skip
+        #: id of each parameter -> where its layer is set up: the line of the person's own ``__init__``
+        #: that makes the Cell holding it, else that Cell's class, else the network's
+        self.where = {}
+        parents = {id(child): (parent, attribute) for _, parent in net.cells_and_names()
+                   for attribute, child in parent._cells.items()}  # fmt: skip
+        for _, cell in net.cells_and_names():
+            parent, attribute = parents.get(id(cell), (None, ""))
+            at = (_defined_at(type(parent), attribute) if parent is not None else "") or _defined_at(type(cell))
+            for parameter in cell._params.values():
+                self.where[id(parameter)] = at or self.root_at
         self.parameters = [parameter for _, parameter in net.parameters_and_names()]
 
 
