@@ -22,7 +22,7 @@ def _long_names(first_long: bool):
     history = _net([_trip(step=6)], stopped=True)
     long = "encoder/" * 12 + "attention_output_projection_weight_without_any_space_" * 4
     history.watched[3] = type(history.watched[3])(
-        long, "act", (16, 64, 128, 3), scope=long, defined_at="cell [1] line 9"
+        long, "act", (16, 64, 128, 3), scope=long, defined_at="cell [1], line 9"
     )
     history._stats[("act", long)] = history._stats.pop(("act", "encoder.layers.0.relu")) * 1e9
     history.trips.insert(

@@ -380,7 +380,7 @@ def test_in_a_notebook_cell_a_weight_is_named_at_its_cell_and_line(ip):
     )
     assert result.success, result.error_in_exec
     item = next(i for i in ip.user_ns["w"].history.watched if i.name == "dense.bias")
-    assert item.defined_at == f"cell [{defined}] line 5", item
+    assert item.defined_at == f"cell [{defined}], line 5", item
 
 
 def test_an_update_inside_a_jit_function_is_watched_through_the_namespace_s_optimizer():

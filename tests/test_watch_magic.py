@@ -80,7 +80,7 @@ def _saved(path, trip: bool, steps: int = 4, watched: bool = True):
 
     history = WatchHistory(conditions=["grads:*:vanishing(abs_mean_lt=1e-07)"], stopped=trip)
     if watched:
-        history.add(Watched("fc.weight", "grad", (4, 4), "float32", defined_at="cell [3] line 2"))
+        history.add(Watched("fc.weight", "grad", (4, 4), "float32", defined_at="cell [3], line 2"))
     for step in range(steps):
         history.record(step, {("grad", "fc.weight"): {s: 0.5 / (step + 1) for s in STATS}} if watched else {})
     if trip:
@@ -117,7 +117,7 @@ def test_watch_report_prints_the_saved_report_and_its_status_says_what_it_found(
     out = capsys.readouterr().out
     assert said in out.splitlines()[0]
     if trip:
-        assert "defined at: cell [3] line 2" in out and "history of fc.weight over steps 0..3:" in out
+        assert "defined at: cell [3], line 2" in out and "history of fc.weight over steps 0..3:" in out
 
 
 def test_watch_report_on_a_bad_dir_is_one_line(tmp_path, capsys):

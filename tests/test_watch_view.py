@@ -69,10 +69,10 @@ def _trip(name="fc3.weight", step=12, kind="grad"):
 
 def _net(trips=(), steps=range(13), **kw):
     watched = [
-        Watched("loss", "loss", (), defined_at="cell [2] line 7"),
-        Watched("fc1.weight", "weight", (64, 32), defined_at="cell [1] line 4"),
-        Watched("fc3.weight", "grad", (10, 64), defined_at="cell [1] line 6"),
-        Watched("encoder.layers.0.relu", "act", (16, 64), scope="encoder/layers/0/relu", defined_at="cell [1] line 9"),
+        Watched("loss", "loss", (), defined_at="cell [2], line 7"),
+        Watched("fc1.weight", "weight", (64, 32), defined_at="cell [1], line 4"),
+        Watched("fc3.weight", "grad", (10, 64), defined_at="cell [1], line 6"),
+        Watched("encoder.layers.0.relu", "act", (16, 64), scope="encoder/layers/0/relu", defined_at="cell [1], line 9"),
     ]
     return History(watched, list(steps), trips, **kw)
 
@@ -131,7 +131,7 @@ def test_the_first_tripping_step_is_highlighted_in_its_row_and_on_each_sparkline
 def test_a_weight_and_its_gradient_share_a_name_and_each_row_shows_its_own():
     watched = [
         Watched("fc.weight", "weight", (4, 4)),
-        Watched("fc.weight", "grad", (4, 4), defined_at="cell [1] line 2"),
+        Watched("fc.weight", "grad", (4, 4), defined_at="cell [1], line 2"),
     ]
     history = History(watched, range(6), [_trip("fc.weight", step=3)], stopped=True)
     history._stats[("grad", "fc.weight")][:, :] = 7e-9
@@ -140,13 +140,13 @@ def test_a_weight_and_its_gradient_share_a_name_and_each_row_shows_its_own():
     assert "tripped at step 3" in rows[0] and "grad" in rows[0] and "7e-09" in rows[0] and "0.5" not in rows[0]
     assert "tripped" not in rows[1] and "weight" in rows[1] and "0.5" in rows[1]
     text = view.text_report(history)
-    assert "tensor: gradient of fc.weight" in text and "defined at: cell [1] line 2" in text
+    assert "tensor: gradient of fc.weight" in text and "defined at: cell [1], line 2" in text
     assert "|mean|: 7e-09 7e-09" in text  # the gradient's history, not the weight's
 
 
 def test_a_hostile_name_is_escaped_everywhere_and_stays_whole_in_text():
     name = '<script>alert("x")</script>&\x00\x1b[2J/\u202e'
-    watched = [Watched(name, "act", (2,), scope=name + "/scope", defined_at=f"cell [1] line 3 {name}")]
+    watched = [Watched(name, "act", (2,), scope=name + "/scope", defined_at=f"cell [1], line 3 {name}")]
     history = History(watched, range(5), [_trip(name, step=2, kind="act")])
     for html in (view.html_live(history), view.html_report(history)):
         assert "<script" not in html and "alert(&quot;x&quot;)" in html
@@ -184,13 +184,13 @@ def test_the_report_after_a_stop_says_condition_threshold_tensor_step_values_lin
     assert "tensor: gradient of fc3.weight, shape (10, 64) float32" in text
     assert "step: 12" in text
     assert "values: abs_mean 3e-09 against abs_mean_lt 1e-07" in text
-    assert "defined at: cell [1] line 6" in text
+    assert "defined at: cell [1], line 6" in text
     assert "stopped at the end of step 12" in text
     assert "history of fc3.weight over steps 0..12:" in text
     html = view.html_report(history)
     chart = re.findall(r'<svg[^>]*class="msdebug-chart".*?</svg>', html)
     assert len(chart) == 1 and "tripped: step 12" in chart[0] and "|mean|" in chart[0]
-    assert "cell [1] line 6" in html and "abs_mean_lt=1e-07" in html
+    assert "cell [1], line 6" in html and "abs_mean_lt=1e-07" in html
 
 
 def test_an_activation_is_named_with_its_cell_scope_and_no_stop_says_the_training_went_on():
@@ -199,7 +199,7 @@ def test_an_activation_is_named_with_its_cell_scope_and_no_stop_says_the_trainin
     history = _net([trip, _trip(step=7)], stopped=False)
     text = view.text_report(history)
     assert "tensor: activation of Cell encoder.layers.0.relu (scope encoder/layers/0/relu)" in text
-    assert "defined at: cell [1] line 9" in text
+    assert "defined at: cell [1], line 9" in text
     assert "went on (--no-stop); 13 steps watched in all" in text
     assert "also tripped (1):" in text and "grads fc3.weight: abs_mean 3.0e-09 < 1e-07 at step 7" in text
 

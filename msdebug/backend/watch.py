@@ -306,7 +306,7 @@ def find_targets(namespace: dict | None, net: Any = None, optimizer: Any = None)
 
 @functools.cache
 def _defined_at(cls: type, attribute: str = "") -> str:
-    """``cell [3] line 5`` or ``model.py:12``: where a Cell class of the person's own is defined,
+    """``cell [3], line 5`` or ``model.py:12``: where a Cell class of the person's own is defined,
     or, with ``attribute``, the line of its ``__init__`` that sets ``self.<attribute>`` (the
     layer a parameter belongs to). Found through the code of the class's own functions: a class
     defined in a notebook has no source file ``inspect`` can find (``__main__`` has none)."""
@@ -335,7 +335,7 @@ def _defined_at(cls: type, attribute: str = "") -> str:
         line = next((n for n in range(first, 0, -1) if n <= len(lines) and statement.match(lines[n - 1])), first)
     if is_cell(path):
         number = cell_number(path)
-        return f"cell [{number}] line {typed_line(path, line)}" if number is not None else ""
+        return f"cell [{number}], line {typed_line(path, line)}" if number is not None else ""
     return f"{os.path.basename(path)}:{line}"
 
 

@@ -382,7 +382,7 @@ class Watched:
     shape: tuple[int, ...]
     dtype: str
     scope: str = ""  # the Cell scope, for activations
-    defined_at: str = ""  # "cell [3] line 5" or "file.py:12", "" when unknown
+    defined_at: str = ""  # "cell [3], line 5" or "file.py:12", "" when unknown
 
 
 @dataclass(frozen=True)
