@@ -93,8 +93,10 @@ def _msrun_baseline(n: int, heartbeat: dict[str, str]) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-msrun-"))
     script = work / "task.py"
     script.write_text(BASELINE_SCRIPT)
+    reserved = _free_port()  # held as msdebug's pool holds its port, until the ranks are up
+    port = reserved.getsockname()[1]
     command = [
-        msrun_path(), f"--worker_num={n}", f"--local_worker_num={n}", f"--master_port={_free_port()}",
+        msrun_path(), f"--worker_num={n}", f"--local_worker_num={n}", f"--master_port={port}",
         f"--log_dir={work / 'logs'}", "--join=False", str(script), str(work),
     ]  # fmt: skip
     env = {**_env(), **heartbeat}  # the ranks beat as often as msdebug's
@@ -103,12 +105,14 @@ def _msrun_baseline(n: int, heartbeat: dict[str, str]) -> float:
     with open(said, "wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     while not all((work / f"ready{rank}").exists() for rank in range(n)):
-        if process.poll() is not None or time.perf_counter() - start > 300:  # msrun gave up, or never got there
+        # msrun --join=False ends (0) once it has started the ranks; another status is its failure
+        if process.poll() not in (None, 0) or time.perf_counter() - start > 300:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             process.wait()
+            reserved.close()
             tail = said.read_text(errors="replace")[-2000:]
             shutil.rmtree(work, ignore_errors=True)
             raise RuntimeError(f"the msrun baseline did not start its {n} ranks (exit {process.returncode}):\n{tail}")
@@ -119,6 +123,7 @@ def _msrun_baseline(n: int, heartbeat: dict[str, str]) -> float:
     except ProcessLookupError:
         pass
     process.wait()
+    reserved.close()
     shutil.rmtree(work, ignore_errors=True)
     return seconds
 
