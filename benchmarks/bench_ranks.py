@@ -16,10 +16,11 @@
    rank 0 joins the AllReduce in a cell of its own, which frees rank 1.
 4. **Orphans**: ``--trials`` times, a fresh interpreter (standing in for the notebook's kernel)
    starts 2 ranks and waits for a go-ahead on its stdin; the benchmark takes the job's pids
-   (msrun, and a supervisor and its process for the scheduler and each rank: 7), sends the
+   (a supervisor and its process for the scheduler and each rank: 6; msrun itself, started with
+   ``--join=False``, has ended once the ranks are up), sends the
    go-ahead, and the interpreter is SIGKILLed (even trials) or stops its pool with
    ``Pool.stop`` (odd ones, as a restart does); 5 s later no process of that job may be left.
-   A trial that found fewer than 7 processes watched nothing worth counting: it fails.
+   A trial that found fewer than 6 processes watched nothing worth counting: it fails.
 
 Goals: start at most 1.2x msrun's; round trip at most 50 ms and no slower than ipyparallel's;
 hangs named in time in every trial; every orphan trial watched the whole job, and no orphan
@@ -48,8 +49,9 @@ START_RATIO = 1.2
 ROUND_TRIP_MS = 50.0
 HANG_GRACE_S = 5.0
 GONE_S = 5.0
-#: A 2-rank job: msrun, and for the scheduler and each rank a supervisor and its process.
-JOB_PROCESSES = 1 + 2 * (1 + 2)
+#: A 2-rank job: for the scheduler and each rank a supervisor and its process (msrun, started
+#: with --join=False, has ended by the time the pool is up).
+JOB_PROCESSES = 2 * (1 + 2)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
