@@ -43,7 +43,7 @@ GOALS = {("graph", 1): 1.3, ("pynative", 1): 2.0, ("graph", 10): 1.1, ("pynative
 MEMORY_MB = 50.0
 
 
-def _training(mode: str, width: int):
+def _training(mode: str, width: int, batch: int):
     import mindspore as ms
     from mindspore import nn
 
@@ -54,15 +54,15 @@ def _training(mode: str, width: int):
         layers += [nn.Dense(width, width), nn.ReLU()]
     net = nn.SequentialCell(layers)
     step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), 1e-3))
-    x = ms.Tensor(np.random.default_rng(0).standard_normal((32, width)).astype(np.float32))
-    y = ms.Tensor(np.zeros((32, width), np.float32))
+    x = ms.Tensor(np.random.default_rng(0).standard_normal((batch, width)).astype(np.float32))
+    y = ms.Tensor(np.zeros((batch, width), np.float32))
     return net, step, x, y
 
 
 def bench_steps(mode: str, every: int, args) -> dict:
     import msdebug
 
-    net, step, x, y = _training(mode, args.width)
+    net, step, x, y = _training(mode, args.width, args.batch)
     block = -(-args.block // every) * every  # a whole number of watch periods
 
     def steps(count: int) -> None:
@@ -99,7 +99,7 @@ def bench_steps(mode: str, every: int, args) -> dict:
         "recorded_steps": watched_steps,
     }
     print(
-        f"20-layer MLP training step ({mode}, width {args.width}, batch 32), every {every}: "
+        f"20-layer MLP training step ({mode}, width {args.width}, batch {args.batch}), every {every}: "
         f"median of {args.rounds} blocks of {block} steps\n"
         f"  without msdebug   {result['step_ms']:.3f} ms a step\n"
         f"  msdebug.watch     {result['watched_step_ms']:.3f} ms a step ({result['tensors']} tensors watched, "
@@ -199,6 +199,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15, help="alternating blocks of each kind")
     parser.add_argument("--block", type=int, default=10, help="steps per timed block")
     parser.add_argument("--width", type=int, default=64, help="the MLP's width")
+    parser.add_argument("--batch", type=int, default=32, help="the batch size")
     parser.add_argument("--steps-memory", type=int, default=1000, help="steps of statistics recorded")
     args = parser.parse_args()
     from mindspore import set_context
