@@ -314,6 +314,10 @@ def test_the_host_statistics_equal_the_device_kernels_on_every_kind_of_value(mon
     monkeypatch.setenv("MSDEBUG_WATCH_DEVICE_KERNELS", "1")
     assert not backend.on_host()
     device = backend.statistics(weights, backend.copies([ms.Tensor(b) for b in before]), others, needs)
+    monkeypatch.delenv("MSDEBUG_WATCH_DEVICE_KERNELS")
+    monkeypatch.setattr(backend, "_THREADED", 1)  # every tensor through the thread pool
+    threaded = backend.statistics(weights, backend.copies([ms.Tensor(b) for b in before]), others, needs)
+    np.testing.assert_array_equal(threaded, host)
     assert host.shape == device.shape == (5, len(STATS) + len(needs.extras))
     np.testing.assert_allclose(host, device, rtol=1e-5, atol=1e-6, equal_nan=True)
     assert host[2][STATS.index("nonfinite")] == 2 and host[2][STATS.index("zero_share")] == pytest.approx(2 / 6)
@@ -324,7 +328,7 @@ def test_on_the_host_a_parameter_is_read_in_place_not_copied():
     parameter = ms.Parameter(ms.Tensor(np.ones(1000, np.float32)), name="in_place")
     seen = backend._flat(parameter)
     ms.ops.assign(parameter, ms.Tensor(np.full(1000, 5.0, np.float32)))
-    ms.runtime.synchronize()  # PyNative launched the assign; it has run now
+    assert (parameter.asnumpy() == 5.0).all()  # waits for the assign PyNative launched
     assert seen.base is not None and (seen == 5.0).all()
 
 

@@ -155,38 +155,63 @@ def _flat(tensor: Any) -> np.ndarray:
 
 
 def _host_rows(weights: list, prevs: list, others: list, needs: Needs) -> np.ndarray:
-    """What the compiled ``rows`` gives, computed by numpy on the host (see :func:`statistics`)."""
+    """What the compiled ``rows`` gives, computed by numpy on the host (see :func:`statistics`).
+    Large tensors go to a few threads (numpy lets go of the GIL in its reductions)."""
     width = len(STATS) + len(needs.ranges) + ((3 + len(needs.rtols)) if prevs else 0)
     tensors = [*weights, *others]
     out = np.zeros((len(tensors), width), np.float64)
-    scratch: dict[int, np.ndarray] = {}
-    for i, tensor in enumerate(tensors):
-        x = _flat(tensor)
-        n = x.size
-        if n == 0:
-            continue
-        buffer = scratch.get(n)
-        if buffer is None or buffer.dtype != x.dtype:
-            buffer = scratch[n] = np.empty(n, x.dtype)
-        squares = float(np.dot(x, x))
-        finite = n if math.isfinite(squares) else int(np.count_nonzero(np.isfinite(x)))
-        np.abs(x, out=buffer)
-        # MindSpore's max and min pass over NaN (an Inf still shows): the same here
-        high, low = (x.max(), x.min()) if finite == n else (np.fmax.reduce(x), np.fmin.reduce(x))
-        row = [high, low, x.sum(dtype=np.float64) / n, buffer.sum(dtype=np.float64) / n, math.sqrt(squares),
-               (n - np.count_nonzero(x)) / n, n - finite]  # fmt: skip
-        for low, high in needs.ranges:
-            row.append(np.count_nonzero((x >= low) & (x <= high)) / n)
-        if prevs and i < len(prevs):
-            before = _flat(prevs[i])
-            np.subtract(x, before, out=buffer)
-            np.abs(buffer, out=buffer)
-            size = np.abs(before)
-            row += [buffer.mean(dtype=np.float64), size.mean(dtype=np.float64), (n - np.count_nonzero(before)) / n]
-            for rtol in needs.rtols:
-                row.append(float(np.max(buffer - np.float32(rtol) * size)))
-        out[i, : len(row)] = row
+    jobs = [(i, tensor, prevs[i] if prevs and i < len(prevs) else None) for i, tensor in enumerate(tensors)]
+    large = [job for job in jobs if _size(job[1]) >= _THREADED]
+    for i, tensor, before in [job for job in jobs if _size(job[1]) < _THREADED]:
+        _host_row(out[i], tensor, before, needs)
+    if len(large) > 1:
+        list(_threads().map(lambda job: _host_row(out[job[0]], job[1], job[2], needs), large))
+    else:
+        for i, tensor, before in large:
+            _host_row(out[i], tensor, before, needs)
     return out
+
+
+#: Tensors of at least this many values are read by the thread pool.
+_THREADED = 1 << 16
+
+
+@functools.cache
+def _threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="msdebug-watch")
+
+
+def _host_row(row: np.ndarray, tensor: Any, before: Any, needs: Needs) -> None:
+    """``row`` filled with one tensor's statistics, then its change since ``before`` (a weight's copy)."""
+    x = _flat(tensor)
+    n = x.size
+    if n == 0:
+        return
+    buffer = np.empty(n, x.dtype)
+    squares = float(np.dot(x, x))
+    finite = n if math.isfinite(squares) else int(np.count_nonzero(np.isfinite(x)))
+    np.abs(x, out=buffer)
+    # MindSpore's max and min pass over NaN (an Inf still shows): the same here
+    high, low = (x.max(), x.min()) if finite == n else (np.fmax.reduce(x), np.fmin.reduce(x))
+    values = [high, low, float(x.sum()) / n, float(buffer.sum()) / n, math.sqrt(squares),
+              (n - np.count_nonzero(x)) / n, n - finite]  # fmt: skip
+    for start, end in needs.ranges:
+        values.append(np.count_nonzero((x >= start) & (x <= end)) / n)
+    if before is not None:
+        before = _flat(before)
+        size = np.abs(before)
+        np.subtract(x, before, out=buffer)
+        np.abs(buffer, out=buffer)
+        values += [float(buffer.sum()) / n, float(size.sum()) / n, (n - np.count_nonzero(before)) / n]
+        if needs.rtols:
+            scaled = np.empty_like(size)
+            for rtol in needs.rtols:
+                np.multiply(size, np.float32(rtol), out=scaled)
+                np.subtract(buffer, scaled, out=scaled)
+                values.append(float(scaled.max()))
+    row[: len(values)] = values
 
 
 def _finish(matrix: np.ndarray, with_prevs: int, needs: Needs) -> np.ndarray:
