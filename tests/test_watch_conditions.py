@@ -87,18 +87,19 @@ def test_mindinsights_too_large_and_too_small_trip_on_any_parameter_and_name_the
 
 
 def test_change_conditions_follow_mindinsights_formulas():
-    # TensorUnchangedCondition: allclose(before, after, rtol, atol): max(|d| - rtol |before|) <= atol
-    assert trips("weights:not_changed", W, **{"unchanged_excess@1e-05": 5e-9})
-    assert not trips("weights:not_changed", W, **{"unchanged_excess@1e-05": 2e-8})
-    # abs_mean_update_ratio = mean|d| / (mean|before| + epsilon)
+    # TensorUnchangedCondition: mean|d| <= atol + rtol * mean|before| (MindInsight's docstring)
+    assert trips("weights:not_changed", W, update_abs_mean=0.5e-5, prev_abs_mean=1.0, prev_zero_share=0.0)
+    assert not trips("weights:not_changed", W, update_abs_mean=2e-5, prev_abs_mean=1.0, prev_zero_share=0.0)
+    # TensorChangeAboveThresholdCondition: mean|d| > epsilon + ratio_gt * mean|before|
     ratio = {"update_abs_mean": 0.3, "prev_abs_mean": 1.0, "prev_zero_share": 0.0}
     (trip,) = trips("weights:change_too_large(abs_mean_update_ratio_gt=0.2)", W, **ratio)
-    assert trip.values["abs_mean_update_ratio"] == pytest.approx(0.3 / (1.0 + 1e-9))
+    assert trip.values["abs_mean_update_ratio"] == pytest.approx((0.3 - 1e-9) / 1.0)
+    assert not trips("weights:change_too_large(abs_mean_update_ratio_gt=0.3,epsilon=0.01)", W, **ratio)
     assert not trips("weights:change_too_small(abs_mean_update_ratio_lt=0.2)", W, **ratio)
     # a tensor all zeros before (a fresh bias) has no relative change
     assert not trips("weights:change_too_large", W, update_abs_mean=0.1, prev_abs_mean=0.0, prev_zero_share=1.0)
     assert Needs.of(parse_conditions(["weights:not_changed(rtol=0.1)", "acts:range(range_start_inclusive=0,range_percentage_gt=50)"])).extras == (
-        "range_share@0.0,inf", "update_abs_mean", "prev_abs_mean", "prev_zero_share", "unchanged_excess@0.1")  # fmt: skip
+        "range_share@0.0,inf", "update_abs_mean", "prev_abs_mean", "prev_zero_share")  # fmt: skip
 
 
 def test_all_zero_range_exploding_and_the_loss():

@@ -56,11 +56,11 @@ def _kernels() -> tuple[Callable, Callable]:
     from mindspore import dtype as mstype
     from mindspore import ops
 
-    def rows(weights, prevs, others, rtols, ranges):
+    def rows(weights, prevs, others, ranges):
         """One row per tensor, weights first: :data:`STATS`, the share of values in each range,
         then for the weights that have a copy in ``prevs`` (the first ``len(prevs)``) the mean
-        ``|update|``, the mean ``|before|``, the share of zeros before and, per ``rtol``,
-        ``max(|update| - rtol * |before|)``; zeros where a tensor has no such value."""
+        ``|update|``, the mean ``|before|`` and the share of zeros before; zeros where a tensor has
+        no such value."""
         out = []
         count = len(weights) + len(others)
         for i in range(count):
@@ -82,10 +82,8 @@ def _kernels() -> tuple[Callable, Callable]:
                     row.append(change.mean())
                     row.append(size.mean())
                     row.append((before == 0).astype(mstype.float32).sum() / n)
-                    for rtol in rtols:
-                        row.append((change - rtol * size).max())
                 else:
-                    for _ in range(3 + len(rtols)):
+                    for _ in range(3):
                         row.append(zero)
             out.append(ops.stack(row))
         return ops.stack(out)
@@ -127,7 +125,7 @@ def statistics(weights: list, prevs: list, others: list, needs: Needs) -> np.nda
         return _finish(_host_rows(weights, prevs, others, needs), len(prevs), needs)
     rows, _ = _compiled()
     # mutable: tensors in a tuple are otherwise constants, and each new value compiles anew
-    matrix = rows(_tuple(weights), _tuple(prevs), _tuple(others), needs.rtols, needs.ranges)
+    matrix = rows(_tuple(weights), _tuple(prevs), _tuple(others), needs.ranges)
     return _finish(matrix.asnumpy(), len(prevs), needs)
 
 
@@ -157,7 +155,7 @@ def _flat(tensor: Any) -> np.ndarray:
 def _host_rows(weights: list, prevs: list, others: list, needs: Needs) -> np.ndarray:
     """What the compiled ``rows`` gives, computed by numpy on the host (see :func:`statistics`).
     Large tensors go to a few threads (numpy lets go of the GIL in its reductions)."""
-    width = len(STATS) + len(needs.ranges) + ((3 + len(needs.rtols)) if prevs else 0)
+    width = len(STATS) + len(needs.ranges) + (3 if prevs else 0)
     tensors = [*weights, *others]
     out = np.zeros((len(tensors), width), np.float64)
     jobs = [(i, tensor, prevs[i] if prevs and i < len(prevs) else None) for i, tensor in enumerate(tensors)]
@@ -201,16 +199,8 @@ def _host_row(row: np.ndarray, tensor: Any, before: Any, needs: Needs) -> None:
         values.append(np.count_nonzero((x >= start) & (x <= end)) / n)
     if before is not None:
         before = _flat(before)
-        size = np.abs(before)
-        np.subtract(x, before, out=buffer)
-        np.abs(buffer, out=buffer)
-        values += [float(buffer.sum()) / n, float(size.sum()) / n, (n - np.count_nonzero(before)) / n]
-        if needs.rtols:
-            scaled = np.empty_like(size)
-            for rtol in needs.rtols:
-                np.multiply(size, np.float32(rtol), out=scaled)
-                np.subtract(buffer, scaled, out=scaled)
-                values.append(float(scaled.max()))
+        update = float(np.abs(np.subtract(x, before, out=buffer), out=buffer).sum()) / n
+        values += [update, float(np.abs(before, out=buffer).sum()) / n, (n - np.count_nonzero(before)) / n]
     row[: len(values)] = values
 
 
@@ -219,7 +209,7 @@ def _finish(matrix: np.ndarray, with_prevs: int, needs: Needs) -> np.ndarray:
     first = len(STATS) + len(needs.ranges)
     if needs.update:
         if values.shape[1] == first:  # no copies this step: the update columns are missing
-            values = np.concatenate([values, np.zeros((len(values), 3 + len(needs.rtols)))], axis=1)
+            values = np.concatenate([values, np.zeros((len(values), 3))], axis=1)
         values[with_prevs:, first:] = np.nan
     return values
 
@@ -707,7 +697,6 @@ def _watched_step_class() -> type:
             self.watched = ParameterTuple(weights)
             self.names = [w.name for w in weights]
             self.update = needs.update
-            self.rtols = needs.rtols
             self.ranges = needs.ranges
 
         def construct(self, *inputs):
@@ -722,7 +711,7 @@ def _watched_step_class() -> type:
             loss = ops.depend(loss, step.optimizer(grads))
             if self.host:
                 return loss, grads
-            return loss, rows(self.watched, prevs, grads, self.rtols, self.ranges)
+            return loss, rows(self.watched, prevs, grads, self.ranges)
 
     return _WatchedStep
 

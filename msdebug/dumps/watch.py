@@ -28,14 +28,20 @@ here                  MindInsight                                              p
 ``range``             ``TensorRangeCondition``, activation range               range_start_inclusive, range_end_inclusive,
                                                                                range_percentage_lt, range_percentage_gt,
                                                                                max_min_lt, max_min_gt
-``not_changed``       ``TensorUnchangedCondition``, weight not changed         rtol, atol (``allclose`` of before/after)
+``not_changed``       ``TensorUnchangedCondition``, weight not changed         rtol, atol
 ``change_too_large``  ``TensorChangeAboveThresholdCondition``                  abs_mean_update_ratio_gt, epsilon
 ``change_too_small``  ``TensorChangeBelowThresholdCondition``                  abs_mean_update_ratio_lt, epsilon
 ``initialization``    weight initialization (first watched step only)          zero_percentage_ge, max_gt, min_lt
 ====================  ======================================================  ===============
 
 As in MindInsight, a condition with several parameters trips on any one of them, and the trip
-names the ones that did. The update ratio is ``mean(|after - before|) / (mean(|before|) + epsilon)``.
+names the ones that did. The change conditions use MindInsight's own inequalities (its
+``conditions.py`` docstrings), on means, so no element-wise pass beyond the means is needed:
+``not_changed``: ``mean|after - before| <= atol + rtol * mean|before|``;
+``change_too_large``: ``mean|after - before| > epsilon + abs_mean_update_ratio_gt * mean|before|``;
+``change_too_small``: the same with ``<`` and ``abs_mean_update_ratio_lt``. The ratio a trip
+shows is ``(mean|after - before| - epsilon) / mean|before|``, which is above (below) the
+threshold exactly when the inequality holds.
 
 What MindInsight had that is not here, and why:
 
@@ -148,7 +154,7 @@ CATALOG: dict[str, Spec] = dict(
               True, (), "TensorRangeCondition",
               "the percentage of values in [start, end] outside its bounds, or max - min outside its bounds"),
         _spec("not_changed", ("weights",), {"rtol": 1e-5, "atol": 1e-8}, False, (), "TensorUnchangedCondition",
-              "every value as before the step, within atol + rtol * |before|"),
+              "mean |after - before| within atol + rtol * mean |before|"),
         _spec("change_too_large", ("weights",), {"abs_mean_update_ratio_gt": 1e-1, "epsilon": 1e-9}, False, (),
               "TensorChangeAboveThresholdCondition", "mean |update| / (mean |before| + epsilon) above the ratio"),
         _spec("change_too_small", ("weights",), {"abs_mean_update_ratio_lt": 1e-4, "epsilon": 1e-9}, False, (),
@@ -339,19 +345,16 @@ def parse_conditions(tokens: Any = None) -> list[Condition]:
 @dataclass(frozen=True)
 class Needs:
     """What the backend must compute beyond :data:`STATS`: the change of the weights (for the
-    ``*_changed`` conditions, with the ``rtol`` of each ``not_changed``), and the share of values
-    in each ``[start, end]`` of a ``range``."""
+    ``*_changed`` conditions), and the share of values in each ``[start, end]`` of a ``range``."""
 
     update: bool = False
-    rtols: tuple[float, ...] = ()
     ranges: tuple[tuple[float, float], ...] = ()
 
     @classmethod
     def of(cls, conditions: list[Condition]) -> Needs:
-        rtols = sorted({c.get("rtol") for c in conditions if c.name == "not_changed"})
         ranges = sorted({_bounds(c) for c in conditions if c.name == "range" and _has_bounds(c)})
         update = any(c.name in ("not_changed", "change_too_large", "change_too_small") for c in conditions)
-        return cls(update, tuple(rtols), tuple(ranges))
+        return cls(update, tuple(ranges))
 
     @property
     def extras(self) -> tuple[str, ...]:
@@ -359,7 +362,6 @@ class Needs:
         names = [f"range_share@{lo!r},{hi!r}" for lo, hi in self.ranges]
         if self.update:
             names += ["update_abs_mean", "prev_abs_mean", "prev_zero_share"]
-            names += [f"unchanged_excess@{rtol!r}" for rtol in self.rtols]
         return tuple(names)
 
 
@@ -510,16 +512,23 @@ class Evaluator:
                     if condition.get(key) is not None:
                         hit("range_percentage", key, share, condition.get(key))
         elif name == "not_changed":
-            excess = row.get(f"unchanged_excess@{condition.get('rtol')!r}", math.nan)
-            if excess == excess and excess <= condition.get("atol"):
-                values["max_excess"] = excess
+            before, update = row.get("prev_abs_mean", math.nan), row.get("update_abs_mean", math.nan)
+            if (
+                update == update
+                and before == before
+                and update <= condition.get("atol") + condition.get("rtol") * before
+            ):
+                values["update_abs_mean"] = update
+                values["prev_abs_mean"] = before
                 thresholds["atol"] = condition.get("atol")
                 thresholds["rtol"] = condition.get("rtol")
         elif name in ("change_too_large", "change_too_small"):
             before, update = row.get("prev_abs_mean", math.nan), row.get("update_abs_mean", math.nan)
-            if row.get("prev_zero_share", math.nan) >= 1.0:
+            if row.get("prev_zero_share", math.nan) >= 1.0 or not before > 0:
                 return None  # all zeros before: no relative change (see the module's note)
-            ratio = update / (before + condition.get("epsilon"))
+            ratio = (
+                update - condition.get("epsilon")
+            ) / before  # above/below the threshold as MindInsight's inequality
             key = "abs_mean_update_ratio_gt" if name == "change_too_large" else "abs_mean_update_ratio_lt"
             hit("abs_mean_update_ratio", key, ratio, condition.get(key))
         elif name == "not_decreasing":
@@ -545,8 +554,9 @@ def _message(condition: Condition, item: Watched, step: int, values: dict, thres
     if name in ("overflow", "not_finite") or ("nonfinite" in values and len(values) == 1):
         detail = f"{_fmt(values['nonfinite'])} NaN/Inf values"
     elif name == "not_changed":
-        detail = (f"unchanged (every |after - before| within atol {_fmt(thresholds['atol'])} + "
-                  f"rtol {_fmt(thresholds['rtol'])} * |before|)")  # fmt: skip
+        detail = (f"unchanged (mean |after - before| {_fmt(values['update_abs_mean'])} <= atol "
+                  f"{_fmt(thresholds['atol'])} + rtol {_fmt(thresholds['rtol'])} * mean |before| "
+                  f"{_fmt(values['prev_abs_mean'])})")  # fmt: skip
     elif name == "not_decreasing":
         detail = (f"not below its best {_fmt(values['best'])} for {_fmt(values['steps_since_best'])} steps "
                   f"(steps={_fmt(thresholds['steps'])})")  # fmt: skip
