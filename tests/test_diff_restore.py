@@ -107,6 +107,29 @@ def test_restore_mistakes_are_one_line(shell, line, message):
     assert not Path("msdiff_runs/s").exists()  # nothing ran
 
 
+def test_parameters_are_put_back_outside_gradient_recording(shell):
+    """A bfloat16 Parameter's restore is an in-place copy; with PyNative's gradient recording on
+    (MindSpore's default, and how a training step leaves it), MindSpore refused it in this
+    sequence ("A leaf tensor that requires grad is being used in an inplace operator"), as it
+    did in the full suite after other modules' training steps. The restore runs under
+    MindSpore's own no-grad context, and the recording is as it was afterwards."""
+    import mindspore as ms
+    from mindspore.common.api import _pynative_executor
+
+    from msdebug.backend.diff import ParameterSnapshot
+
+    w = ms.Parameter(ms.Tensor(np.array([1.5, -2.25, 3.0], np.float32)).astype(ms.bfloat16), name="wg")
+    v = ms.Parameter(ms.Tensor(np.array([1.0, 2.0], np.float32)), name="vg")
+    snapshot = ParameterSnapshot([("wg", w), ("vg", v)])
+    w.copy_(ms.Tensor(np.zeros(3, np.float32)))
+    ms.ops.assign(v, ms.Tensor(np.zeros(2, np.float32)))
+    recording = _pynative_executor.enable_grad()
+    snapshot.restore()
+    assert _pynative_executor.enable_grad() == recording
+    assert w.astype(ms.float32).asnumpy().tolist() == [1.5, -2.25, 3.0]
+    assert v.asnumpy().tolist() == [1.0, 2.0]
+
+
 def test_a_bfloat16_parameter_is_put_back_on_cpu(shell):
     """CPU has no bfloat16 Assign kernel: the restore goes through an in-place copy."""
     import mindspore as ms

@@ -166,12 +166,25 @@ class ParameterSnapshot:
         import mindspore as ms
         from mindspore import Tensor, ops
 
-        for parameter, values in self.saved:
-            if parameter.dtype == ms.bfloat16:
-                # CPU has no bfloat16 Assign kernel; an in-place copy casts the float32 values back.
-                parameter.copy_(Tensor(values))
-            else:
-                ops.assign(parameter, Tensor(values.copy()))
+        with _no_grad():
+            for parameter, values in self.saved:
+                if parameter.dtype == ms.bfloat16:
+                    # CPU has no bfloat16 Assign kernel; an in-place copy casts the float32 values back.
+                    parameter.copy_(Tensor(values))
+                else:
+                    ops.assign(parameter, Tensor(values.copy()))
+
+
+def _no_grad():
+    """MindSpore's own context that turns PyNative's gradient recording off, and back to what it
+    was. A training step interrupted half way (Ctrl-C) leaves the recording on, and an in-place
+    copy into a Parameter that requires grad is then refused ("A leaf tensor that requires grad
+    is being used in an inplace operator")."""
+    try:
+        from mindspore.graph.api import _no_grad as no_grad  # 2.10
+    except ImportError:
+        from mindspore.common.api import _no_grad as no_grad  # 2.7
+    return no_grad()
 
 
 class FloatScope:
