@@ -60,6 +60,9 @@ _WRAPPERS: set[CodeType] = set()  # protected() wrappers: they protect until the
 _holds = 0  # how many hold() are open; the handler is installed while it is above 0
 _previous: Any = None  # the handler ours replaced
 _pending = False  # an interrupt arrived while protected; raised when the protected code ends
+#: The count of holds below the latest install of our handler over another one while holds were
+#: open (someone replaced ours: those holds can no longer put anything back); 0 when none.
+_reinstalled_over = 0
 deferred = 0  # interrupts that waited for protected code, since the process started (tests count them)
 passed_on = 0  # interrupts raised outside a special method C code called, not in it (tests count them)
 # Special methods whose errors C code may clear (see above): an interrupt waits until none runs.
@@ -223,7 +226,7 @@ def hold() -> None:
     handler agreeing: the handler is installed first (before it, an interrupt goes to the old
     handler and nothing has changed), the count goes up after (our handler then lets it wait).
     """
-    global _holds, _previous, _pending
+    global _holds, _previous, _pending, _reinstalled_over
     if not _main_thread():
         return
     current = signal.getsignal(signal.SIGINT)
@@ -231,6 +234,9 @@ def hold() -> None:
         # A new hold: what waited in an earlier one was raised by the old handler already.
         _pending = False
         _previous = signal.signal(signal.SIGINT, _handler)
+        # Holds still open whose handler someone replaced (a hold never let go, then another
+        # library's handler): the handler goes back when this hold's count is let go.
+        _reinstalled_over = _holds
     _holds += 1
     if _holds == 1:
         _tell_keepers(True)  # after the handler: an interrupt in a keeper waits
@@ -243,13 +249,14 @@ def let_go() -> None:
     putting the old handler back is the last step, so an interrupt it raises leaves nothing half
     done. An interrupt that waited is raised by the protected call's end (``_deliver``).
     """
-    global _holds
+    global _holds, _reinstalled_over
     if not _main_thread() or not _holds:
         return
     _holds -= 1
     if not _holds:
         _tell_keepers(False)  # before the handler goes: an interrupt in a keeper waits
-    if not _holds and signal.getsignal(signal.SIGINT) is _handler:
+    if _holds == _reinstalled_over and signal.getsignal(signal.SIGINT) is _handler:
+        _reinstalled_over = 0
         signal.signal(signal.SIGINT, _previous)
 
 

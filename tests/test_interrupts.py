@@ -921,3 +921,29 @@ finally:
         assert status == "ok" and text_of(outputs) == "after\n", outputs
     finally:
         k.close()
+
+
+def test_a_hold_over_a_handler_someone_put_in_place_of_ours_puts_that_one_back():
+    """A hold never let go (or let go late) while another library set its own SIGINT handler:
+    the next hold installs ours again, and its let go must put that library's handler back (it
+    left ours installed for good; seen in the full suite as a watch's test found msdebug's
+    handler after the watch had ended)."""
+    import signal
+
+    from msdebug import interrupts
+
+    start = signal.getsignal(signal.SIGINT)
+    try:
+        interrupts.hold()  # left open, as a capture that lasts
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # another library's own
+        interrupts.hold()
+        assert signal.getsignal(signal.SIGINT) is interrupts._handler
+        interrupts.let_go()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        interrupts.let_go()  # the old hold ends: nothing of ours to put back
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and interrupts._holds == 0
+        interrupts.hold()  # and the usual pair is untouched
+        interrupts.let_go()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, start)
