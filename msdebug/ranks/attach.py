@@ -21,17 +21,14 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..dumps.rendered import Rendered, rendered_by
 from ..errors import MsDebugError, echo
 from ..files import read_regular
-from . import hangs
+from . import hangs, program
 from .stacks import COMMUNICATION, QUEUE, Frame, Place, place_of
 
 __all__ = ["Attached", "Job", "PtraceDeniedError", "PySpyMissingError", "RankSeen", "attach", "find_job"]
@@ -336,10 +333,7 @@ def _int(text: str | None, default: int = 0) -> int:
 
 def py_spy_path() -> str:
     """The py-spy of this environment (beside its python), else the one on PATH."""
-    here = Path(sys.executable).with_name("py-spy")
-    if here.exists():
-        return str(here)
-    found = shutil.which("py-spy")
+    found = program("py-spy")
     if found is None:
         raise PySpyMissingError(
             "py-spy reads the ranks' stacks and is not installed: pip install py-spy (or pip install 'msdebug[all]')."

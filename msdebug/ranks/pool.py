@@ -43,7 +43,7 @@ import zmq
 from ..errors import MsDebugError, did_you_mean, echo
 from ..files import ascii_number, read_regular
 from ..interrupts import interruptible, protected
-from . import hangs
+from . import hangs, program
 from . import stacks as stack_reading
 from .flight import CELL_MARK, Flight, Record, read_flight
 from .hangs import Difference
@@ -256,10 +256,7 @@ def _listens(pid: int, port: int) -> bool:
 
 def msrun_path() -> str:
     """The msrun of this environment (beside its python), else the one on PATH."""
-    here = Path(sys.executable).with_name("msrun")
-    if here.exists():
-        return str(here)
-    found = shutil.which("msrun")
+    found = program("msrun")
     if found is None:
         raise MsDebugError(
             "msrun is not installed in this environment; it comes with MindSpore (pip install mindspore)."
