@@ -426,8 +426,8 @@ class Tracker:
         global _current
         from mindspore import nn
 
-        plan = [(nn.Optimizer, "__call__", _optimizer_call(nn.Optimizer.__call__)),
-                (nn.TrainOneStepCell, "__call__", _step_call(nn.TrainOneStepCell.__call__)),
+        plan = [(nn.Optimizer, "__call__", _tracked_call(nn.Optimizer.__call__, "optimizer_call")),
+                (nn.TrainOneStepCell, "__call__", _tracked_call(nn.TrainOneStepCell.__call__, "step_call")),
                 (nn.Cell, "__call__", _cell_call(nn.Cell.__call__))]  # fmt: skip
         try:
             self._patches.apply(plan)
@@ -649,13 +649,16 @@ def _exact_step(cell: Any) -> bool:
             and not getattr(cell, "use_graceful_exit", False))  # fmt: skip
 
 
-def _optimizer_call(original: Callable) -> Callable:
+def _tracked_call(original: Callable, handle: str) -> Callable:
+    """``original`` (a class's ``__call__``), handed to the running tracker's method ``handle``
+    while a watch runs (``optimizer_call``, ``step_call``)."""
+
     @functools.wraps(original)
-    def __call__(optimizer, *args, **kwargs):
+    def __call__(cell, *args, **kwargs):
         tracker = _current
         if tracker is None or tracker.busy:
-            return original(optimizer, *args, **kwargs)
-        return tracker.optimizer_call(original, optimizer, args, kwargs)
+            return original(cell, *args, **kwargs)
+        return getattr(tracker, handle)(original, cell, args, kwargs)
 
     return __call__
 
@@ -668,17 +671,6 @@ def _cell_call(original: Callable) -> Callable:
         if tracker is not None and not tracker.busy:
             tracker.cell_output(cell, output)
         return output
-
-    return __call__
-
-
-def _step_call(original: Callable) -> Callable:
-    @functools.wraps(original)
-    def __call__(cell, *args, **kwargs):
-        tracker = _current
-        if tracker is None or tracker.busy:
-            return original(cell, *args, **kwargs)
-        return tracker.step_call(original, cell, args, kwargs)
 
     return __call__
 
