@@ -292,23 +292,29 @@ def _chart(history: Any, watched: Any, trip: Any) -> list:
     series = {_HEADS.get(s, s): [float(v) for v in table[:, stats.index(s)]] for s in compared}
     marks = [(i, f"tripped: step {trip.step}") for i, step in enumerate(steps) if step == int(trip.step)][:1]
     first, last = (steps[0], steps[-1]) if steps else (0, 0)
-    text = [f"history of {trip.name} over steps {first}..{last}:"]
+    return _history_figure(
+        series, steps, marks, f"history of {trip.name} over steps {first}..{last}:",
+        f"{trip.name}: {', '.join(series)} per step",
+        f"{len(steps)} recorded steps; the red line is the first tripping step",
+    )  # fmt: skip
+
+
+def _history_figure(series: dict, steps: list[int], marks: list, heading: str, title: str, caption: str) -> list:
+    """One line chart of ``series`` over ``steps`` (a red mark at ``marks``), and its text form:
+    ``heading``, then the last 12 values of each series."""
+    text = [heading]
     for name, values in series.items():
         tail = values[-12:]
         text.append(
             f"  {name}: " + " ".join(_num(v) for v in tail) + (f" (last {len(tail)})" if len(values) > 12 else "")
         )
+    first, last = (steps[0], steps[-1]) if steps else (0, 0)
     return [
         r.Figure(
             lambda: line_chart(
-                series,
-                width=720,
-                height=160,
-                title=f"{trip.name}: {', '.join(series)} per step",
-                x_label=f"step {first}..{last}",
-                marks=marks,
+                series, width=720, height=160, title=title, x_label=f"step {first}..{last}", marks=marks
             ),
-            caption=f"{len(steps)} recorded steps; the red line is the first tripping step",
+            caption=caption,
             text=text,
         )
     ]
@@ -493,27 +499,10 @@ def _divergence_chart(merged: Any, d: Any) -> list:
         steps = [int(s) for s in history.steps]
     marks = [(i, f"diverged: step {d.step}") for i, step in enumerate(steps) if step == d.step][:1]
     head = _HEADS.get(d.stat, d.stat)
-    text = [f"{head} of {d.name} ({d.kind}) per step:"]
-    for name, values in series.items():
-        tail = values[-12:]
-        text.append(
-            f"  {name}: " + " ".join(_num(v) for v in tail) + (f" (last {len(tail)})" if len(values) > 12 else "")
-        )
-    first, last = (steps[0], steps[-1]) if steps else (0, 0)
-    return [
-        r.Figure(
-            lambda: line_chart(
-                series,
-                width=720,
-                height=160,
-                title=f"{d.name} ({d.kind}): {head} per rank",
-                x_label=f"step {first}..{last}",
-                marks=marks,
-            ),  # fmt: skip
-            caption="the red line is the first step where the ranks differ",
-            text=text,
-        )
-    ]
+    return _history_figure(
+        series, steps, marks, f"{head} of {d.name} ({d.kind}) per step:", f"{d.name} ({d.kind}): {head} per rank",
+        "the red line is the first step where the ranks differ",
+    )  # fmt: skip
 
 
 def _divergence_section(merged: Any) -> list:
