@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import os
 import re
 from collections.abc import Callable
@@ -50,9 +49,9 @@ __all__ = [
 
 
 @functools.cache
-def _kernels() -> tuple[Callable, Callable]:
-    """The two functions MindSpore compiles (in ``jit`` and inside :class:`WatchedStep`):
-    ``rows`` and ``copies``; made on first use, so that importing this module imports no MindSpore."""
+def _kernels() -> tuple[Callable, Callable, Callable]:
+    """The functions MindSpore compiles (in ``jit`` and inside :class:`WatchedStep`): ``rows``,
+    ``copies`` and ``laid``; made on first use, so that importing this module imports no MindSpore."""
     from mindspore import dtype as mstype
     from mindspore import ops
 
@@ -95,14 +94,21 @@ def _kernels() -> tuple[Callable, Callable]:
             out.append(tensor + 0)
         return tuple(out)
 
-    return rows, copies
+    def laid(tensors):
+        """``tensors`` end to end, as one flat float32 tensor (a copy)."""
+        out = []
+        for tensor in tensors:
+            out.append(tensor.astype(mstype.float32).reshape(-1))
+        return ops.concat(out)
+
+    return rows, copies, laid
 
 
 @functools.cache
 def _compiled() -> tuple[Callable, Callable]:
     import mindspore as ms
 
-    rows, copy = _kernels()
+    rows, copy, _ = _kernels()
     return ms.jit(rows), ms.jit(copy)
 
 
@@ -113,16 +119,17 @@ def _value(tensor: Any) -> Any:
     return value() if callable(value) and type(tensor).__name__ == "Parameter" else tensor
 
 
-def statistics(weights: list, prevs: list, others: list, needs: Needs) -> np.ndarray:
+def statistics(weights: list, prevs: list, others: list, needs: Needs, read: Callable | None = None) -> np.ndarray:
     """float64 matrix, one row per tensor (``weights`` then ``others``): :data:`STATS`, then
     ``needs.extras``; NaN where a value does not apply (no copy of a weight, not a weight).
 
     Where the device is the host (the CPU build), the tensors' own memory is read in place with
     numpy (``asnumpy`` of a Parameter or of an op's output is a view there, no copy): a handful of
     vectorised passes per tensor, where MindSpore's CPU kernels cost about 15 launches per tensor
-    (10 to 30 times slower on the benchmark's step). Elsewhere, one compiled MindSpore function."""
+    (10 to 30 times slower on the benchmark's step). Elsewhere, one compiled MindSpore function.
+    ``read`` gives a tensor's values on the host (:meth:`_Views.flat` keeps the Parameters' views)."""
     if on_host():
-        return _finish(_host_rows(weights, prevs, others, needs), len(prevs), needs)
+        return _finish(_host_rows(weights, prevs, others, needs, read or _flat), len(prevs), needs)
     rows, _ = _compiled()
     # mutable: tensors in a tuple are otherwise constants, and each new value compiles anew
     matrix = rows(_tuple(weights), _tuple(prevs), _tuple(others), needs.ranges)
@@ -152,56 +159,183 @@ def _flat(tensor: Any) -> np.ndarray:
     return values if values.dtype in (np.float32, np.float64) else values.astype(np.float32)
 
 
-def _host_rows(weights: list, prevs: list, others: list, needs: Needs) -> np.ndarray:
-    """What the compiled ``rows`` gives, computed by numpy on the host (see :func:`statistics`).
-    Large tensors go to a few threads (numpy lets go of the GIL in its reductions)."""
-    width = len(STATS) + len(needs.ranges) + (3 if prevs else 0)
+class _Views:
+    """Where the device is the host: numpy views of the watched Parameters' own memory, made once
+    (``asnumpy`` costs microseconds, times every tensor, every step) and again only when a
+    Parameter's storage moves (``set_data``), which its ``data_ptr()`` tells; and tensors laid
+    end to end in buffers kept from step to step."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[Any, int, np.ndarray]] = {}  # id -> (the Parameter, its data_ptr, the view)
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def flat(self, tensor: Any) -> np.ndarray:
+        """:func:`_flat` of ``tensor``, a Parameter's view kept while its storage stays."""
+        pointer = getattr(tensor, "data_ptr", None)
+        if pointer is None or type(tensor).__name__ != "Parameter" or str(tensor.dtype) not in ("Float32", "Float64"):
+            return _flat(tensor)
+        address = pointer()
+        entry = self._held.get(id(tensor))
+        if entry is None or entry[0] is not tensor or entry[1] != address:
+            entry = self._held[id(tensor)] = (tensor, address, _flat(tensor))
+        return entry[2]
+
+    def lay(self, tensors: list, buffer: str) -> np.ndarray:
+        """``tensors`` end to end, copied into the kept buffer named ``buffer``."""
+        flats = [self.flat(tensor) for tensor in tensors]
+        total = sum(flat.size for flat in flats)
+        kind = np.result_type(np.float32, *(flat.dtype for flat in flats))
+        out = self._buffers.get(buffer)
+        if out is None or out.size != total or out.dtype != kind:
+            out = self._buffers[buffer] = np.empty(total, kind)
+        return np.concatenate(flats, out=out) if flats else out
+
+    def clear(self) -> None:
+        self._held, self._buffers = {}, {}
+
+
+def _host_rows(weights: list, prevs: list, others: list, needs: Needs, read: Callable = _flat) -> np.ndarray:
+    """What the compiled ``rows`` gives, computed by numpy on the host (see :func:`statistics`):
+    the tensors under :data:`_LAID` values laid end to end and read at once, each larger one
+    where it is (:func:`packed_rows`). A weight with no copy gets NaN for its change."""
     tensors = [*weights, *others]
-    out = np.zeros((len(tensors), width), np.float64)
-    jobs = [(i, tensor, prevs[i] if prevs and i < len(prevs) else None) for i, tensor in enumerate(tensors)]
-    large = [job for job in jobs if _size(job[1]) >= _THREADED]
-    for i, tensor, before in [job for job in jobs if _size(job[1]) < _THREADED]:
-        _host_row(out[i], tensor, before, needs)
-    if len(large) > 1:
-        list(_threads().map(lambda job: _host_row(out[job[0]], job[1], job[2], needs), large))
-    else:
-        for i, tensor, before in large:
-            _host_row(out[i], tensor, before, needs)
+    out = np.full((len(tensors), _width(needs)), np.nan)
+    flats = [read(tensor) for tensor in tensors]
+    befores = [read(prevs[i]) if i < len(prevs) else None for i in range(len(tensors))]
+    small = [i for i, flat in enumerate(flats) if flat.size < _LAID]
+    if small:
+        laid = np.concatenate([flats[i] for i in small]) if len(small) > 1 else flats[small[0]]
+        before = None
+        if needs.update and any(befores[i] is not None for i in small):  # no copy: itself, then NaN
+            before = np.concatenate([flats[i] if befores[i] is None else befores[i] for i in small])
+        out[small] = packed_rows(laid, np.array([flats[i].size for i in small]), needs, before)
+    for i in (i for i, flat in enumerate(flats) if flat.size >= _LAID):
+        out[i] = packed_rows(flats[i], np.array([flats[i].size]), needs, befores[i])[0]
+    for i in range(len(prevs), len(tensors)):
+        out[i, len(STATS) + len(needs.ranges) :] = np.nan
     return out
 
 
-#: Tensors of at least this many values are read by the thread pool.
-_THREADED = 1 << 16
+def _width(needs: Needs) -> int:
+    return len(STATS) + len(needs.ranges) + (3 if needs.update else 0)
+
+
+#: Tensors under this many values are laid end to end (a copy) to be read at once.
+_LAID = 1 << 16
+#: A buffer of at least this many values is read in pieces, on a few threads (numpy lets go of
+#: the GIL in its reductions).
+_THREADED = 1 << 19
+#: A buffer is read in pieces of at most this many values, each passed over about ten times
+#: while it is still in the CPU's cache (not ten times from memory).
+_BLOCK = 1 << 18
 
 
 @functools.cache
 def _threads():
     from concurrent.futures import ThreadPoolExecutor
 
-    return ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="msdebug-watch")
+    return ThreadPoolExecutor(_pieces(), thread_name_prefix="msdebug-watch")
 
 
-def _host_row(row: np.ndarray, tensor: Any, before: Any, needs: Needs) -> None:
-    """``row`` filled with one tensor's statistics, then its change since ``before`` (a weight's copy)."""
-    x = _flat(tensor)
-    n = x.size
-    if n == 0:
-        return
-    buffer = np.empty(n, x.dtype)
-    squares = float(np.dot(x, x))
-    finite = n if math.isfinite(squares) else int(np.count_nonzero(np.isfinite(x)))
-    np.abs(x, out=buffer)
-    # MindSpore's max and min pass over NaN (an Inf still shows): the same here
-    high, low = (x.max(), x.min()) if finite == n else (np.fmax.reduce(x), np.fmin.reduce(x))
-    values = [high, low, float(x.sum()) / n, float(buffer.sum()) / n, math.sqrt(squares),
-              (n - np.count_nonzero(x)) / n, n - finite]  # fmt: skip
-    for start, end in needs.ranges:
-        values.append(np.count_nonzero((x >= start) & (x <= end)) / n)
-    if before is not None:
-        before = _flat(before)
-        update = float(np.abs(np.subtract(x, before, out=buffer), out=buffer).sum()) / n
-        values += [update, float(np.abs(before, out=buffer).sum()) / n, (n - np.count_nonzero(before)) / n]
-    row[: len(values)] = values
+def _pieces() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def packed_rows(flat: np.ndarray, sizes: np.ndarray, needs: Needs, before: np.ndarray | None = None) -> np.ndarray:
+    """The rows of :func:`statistics` for tensors laid end to end in ``flat``, ``sizes[i]``
+    values each, with ``before`` (their copies before the step, laid out alike) for the change:
+    a few vectorised passes over the whole buffer (``ufunc.reduceat``), however many tensors; a
+    large buffer in pieces on threads, whose sums, extremes and counts are then added up. An
+    empty tensor's row is NaN; without ``before`` the change columns are NaN.
+
+    As MindSpore's ``max`` and ``min``, NaN is passed over (an Inf still shows). The counts of
+    zeros and of NaN/Inf take a pass of their own only where there are any."""
+    sizes = np.asarray(sizes, dtype=np.intp)
+    out = np.full((len(sizes), _width(needs)), np.nan)
+    kept = np.flatnonzero(sizes)
+    if not kept.size:
+        return out
+    counts = sizes[kept].astype(np.float64)
+    starts = (np.cumsum(sizes) - sizes)[kept]
+    update = before if needs.update else None
+    pieces = max(_pieces() if flat.size >= _THREADED else 1, -(-flat.size // _BLOCK))
+    cuts = np.linspace(0, flat.size, pieces + 1).astype(np.intp)
+    jobs = [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True) if hi > lo]
+    if len(jobs) > 1 and flat.size >= _THREADED:
+        parts = list(_threads().map(lambda job: _piece(flat, update, starts, needs, *job), jobs))
+    else:
+        parts = [_piece(flat, update, starts, needs, *job) for job in jobs]
+    total = np.zeros((len(kept), _PARTS + len(needs.ranges) + 3))
+    total[:, 0], total[:, 1] = -np.inf, np.inf
+    for first, part in parts:
+        rows = total[first : first + len(part)]
+        rows[:, 0] = np.fmax(rows[:, 0], part[:, 0])  # an all-NaN piece leaves the others' extremes
+        rows[:, 1] = np.fmin(rows[:, 1], part[:, 1])
+        rows[:, 2:] += part[:, 2:]
+    all_nan = total[:, 7] == counts
+    rows = out[kept]
+    rows[:, 0] = np.where(all_nan, np.nan, total[:, 0])  # as numpy's fmax of only NaN
+    rows[:, 1] = np.where(all_nan, np.nan, total[:, 1])
+    rows[:, 2] = total[:, 2] / counts
+    rows[:, 3] = total[:, 3] / counts
+    rows[:, 4] = np.sqrt(total[:, 4])
+    rows[:, 5] = total[:, 5] / counts
+    rows[:, 6] = total[:, 6]
+    rows[:, len(STATS) : len(STATS) + len(needs.ranges)] = (
+        total[:, _PARTS : _PARTS + len(needs.ranges)] / counts[:, None]
+    )
+    if update is not None:
+        rows[:, -3:] = total[:, -3:] / counts[:, None]
+    out[kept] = rows
+    return out
+
+
+#: The columns of a piece before the ranges: max, min, sum, sum |x|, sum x*x, zeros, NaN/Inf, NaN.
+_PARTS = 8
+
+
+def _piece(flat: np.ndarray, before: np.ndarray | None, starts: np.ndarray, needs: Needs, lo: int,
+           hi: int) -> tuple[int, np.ndarray]:  # fmt: skip
+    """The sums, extremes and counts of the values ``lo:hi`` of ``flat``, per tensor (laid from
+    ``starts``) that has values there: the index of the first such tensor, and a row each."""
+    first = int(np.searchsorted(starts, lo, side="right")) - 1
+    last = int(np.searchsorted(starts, hi, side="left"))
+    local = np.maximum(starts[first:last], lo) - lo
+    x = flat[lo:hi]
+    buffer = np.empty_like(x)
+    part = np.zeros((len(local), _PARTS + len(needs.ranges) + 3))
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf - Inf, and squares past float32: shown, not warned
+        _fill_piece(part, x, buffer, local, needs, None if before is None else before[lo:hi])
+    return first, part
+
+
+def _fill_piece(part: np.ndarray, x: np.ndarray, buffer: np.ndarray, local: np.ndarray, needs: Needs,
+                b: np.ndarray | None) -> None:  # fmt: skip
+    squares = np.add.reduceat(np.multiply(x, x, out=buffer), local)
+    part[:, 0] = np.fmax.reduceat(x, local)
+    part[:, 1] = np.fmin.reduceat(x, local)
+    part[:, 2] = np.add.reduceat(x, local)
+    part[:, 3] = np.add.reduceat(np.abs(x, out=buffer), local)
+    part[:, 4] = squares
+    part[:, 5] = _counts(x == 0, local)
+    ends = np.append(local[1:], len(x))
+    for j in np.flatnonzero(~np.isfinite(squares)):  # a NaN or Inf there (or squares past float32)
+        values = x[local[j] : ends[j]]
+        part[j, 6] = len(values) - np.count_nonzero(np.isfinite(values))
+        part[j, 7] = np.count_nonzero(np.isnan(values))
+    for k, (low, high) in enumerate(needs.ranges):
+        part[:, _PARTS + k] = _counts((x >= low) & (x <= high), local)
+    if b is not None:
+        part[:, -3] = np.add.reduceat(np.abs(np.subtract(x, b, out=buffer), out=buffer), local)
+        part[:, -2] = np.add.reduceat(np.abs(b, out=buffer), local)
+        part[:, -1] = _counts(b == 0, local)
+
+
+def _counts(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How many of each segment's values ``mask`` holds (no second pass when none anywhere)."""
+    if not mask.any():
+        return np.zeros(len(starts))
+    return np.add.reduceat(mask, starts, dtype=np.intp).astype(np.float64)
 
 
 def _finish(matrix: np.ndarray, with_prevs: int, needs: Needs) -> np.ndarray:
@@ -214,13 +348,13 @@ def _finish(matrix: np.ndarray, with_prevs: int, needs: Needs) -> np.ndarray:
     return values
 
 
-def copies(tensors: list) -> list:
+def copies(tensors: list, read: Callable = _flat) -> list:
     """Copies on the device (one compiled call; numpy copies where the device is the host), for
     the change of the weights over a step."""
     if not tensors:
         return []
     if on_host():
-        return [np.array(_flat(tensor), copy=True) for tensor in tensors]
+        return [np.array(read(tensor), copy=True) for tensor in tensors]
     _, copy = _compiled()
     return list(copy(_tuple(tensors)))
 
@@ -404,6 +538,10 @@ class Tracker:
         self._watched_now = False
         self._where: dict[int, str] = {}
         self._described: dict[tuple[str, str], Watched] = {}
+        self._last_described: tuple[list[tuple[str, str]], list[Watched]] = ([], [])
+        self._views = _Views()
+        #: a GRAPH step on the host: the names of the weights, and their values at the step's start laid end to end
+        self._before: tuple[list[str], np.ndarray] | None = None
         #: every parameter name of what was found, trained or not (a pattern is checked against these)
         self.names = dict.fromkeys(p.name for net in self._nets for p in net.parameters)
         # What is watched is what the cell trains: the optimizers called (with their networks), or
@@ -445,7 +583,8 @@ class Tracker:
         try:
             self._patches.restore()
         finally:
-            self.grads, self.acts, self.prevs = {}, [], {}
+            self.grads, self.acts, self.prevs, self._before = {}, [], {}, None
+            self._views.clear()
 
     # ---- what is watched
     def _key(self, parameter: Any) -> str:
@@ -508,7 +647,7 @@ class Tracker:
         """A new step: let the last one's tensors go; copy the weights when the step is watched
         and a condition needs their change (not for a GRAPH step, which copies inside its graph)."""
         self.grads, self.acts, self.prevs, self._calls = {}, [], {}, {}
-        self._graph_rows = None
+        self._graph_rows, self._before = None, None
         self._watched_now = watched
         self._copy_missing()
 
@@ -518,11 +657,18 @@ class Tracker:
         missing = [name for name in self.weights if name not in self.prevs]
         if not (self._watched_now and self.needs.update and missing):
             return
-        if graph_mode() and self._graph_steps and not on_host():
-            return
+        wrappers = list(self._graph_steps.values())
+        if wrappers and graph_mode():
+            if all(w.laid for w in wrappers):  # the host: into one buffer, for packed_rows
+                if self._before is None:
+                    names = list(self.weights)
+                    self._before = (names, self._views.lay([self.weights[n] for n in names], "before"))
+                return
+            if not any(w.host for w in wrappers):
+                return  # on a device the step copies inside its graph
         self.busy = True
         try:
-            self.prevs.update(zip(missing, copies([self.weights[n] for n in missing]), strict=True))
+            self.prevs.update(zip(missing, copies([self.weights[n] for n in missing], self._views.flat), strict=True))
         finally:
             self.busy = False
 
@@ -537,13 +683,13 @@ class Tracker:
             for net in self._nets:
                 self._watch_net(net)
 
-    def collect(self) -> tuple[list[Watched], dict[tuple[str, str], dict[str, float]]]:
-        """The watched tensors of this step and their statistics (one compiled call)."""
+    def collect(self) -> tuple[list[Watched], np.ndarray]:
+        """The watched tensors of this step and their statistics: a row per tensor, a column per
+        :data:`STATS` and ``needs.extras``."""
         self._fall_back()
         if self._graph_rows is not None:
             keys, matrix = self._graph_rows
-            watched = self._describe(keys)
-            return watched, self._as_rows(keys, matrix)
+            return self._describe(keys), matrix
         names = list(self.weights)
         with_prev = [n for n in names if n in self.prevs]
         without = [n for n in names if n not in self.prevs]
@@ -552,16 +698,21 @@ class Tracker:
         others = [(key, tensor) for key, tensor in others if _size(tensor)]
         keys = weight_keys + [key for key, _ in others]
         if not keys:
-            return [], {}
+            return [], np.empty((0, _width(self.needs)))
         self.busy = True
         try:
             matrix = statistics([self.weights[n] for n in with_prev + without], [self.prevs[n] for n in with_prev],
-                                [tensor for _, tensor in others], self.needs)  # fmt: skip
+                                [tensor for _, tensor in others], self.needs, self._views.flat)  # fmt: skip
         finally:
             self.busy = False
-        return self._describe(keys), self._as_rows(keys, matrix)
+        return self._describe(keys), matrix
 
     def _describe(self, keys: list[tuple[str, str]]) -> list[Watched]:
+        """The :class:`Watched` of each key: the same objects step after step (the conditions and
+        the history work out once what they need of a list they have seen). With no activations
+        among them, the list of the last step when its keys are the same."""
+        if not self.acts and self._last_described[0] == keys:
+            return self._last_described[1]
         acts = {a[0]: a for a in self.acts}
         out = []
         for kind, name in keys:
@@ -576,11 +727,8 @@ class Tracker:
                 known = self._described[(kind, name)] = Watched(name, kind, shape, str(getattr(tensor, "dtype", "")),
                                                                 scope, at)  # fmt: skip
             out.append(known)
+        self._last_described = (list(keys), out)
         return out
-
-    def _as_rows(self, keys: list[tuple[str, str]], matrix: np.ndarray) -> dict[tuple[str, str], dict[str, float]]:
-        columns = (*STATS, *self.needs.extras)
-        return {key: dict(zip(columns, map(float, matrix[i]), strict=False)) for i, key in enumerate(keys)}
 
     # ---- the wrapped calls
     def optimizer_call(self, original: Callable, optimizer: Any, args: tuple, kwargs: dict) -> Any:
@@ -623,13 +771,24 @@ class Tracker:
             self._graph_steps[id(cell)] = wrapper
         loss, out = wrapper(*args)
         grads = self._optimizers[id(cell.optimizer)]
-        if host:  # the gradients themselves, read in place by collect()
+        if host and not wrapper.laid:  # the gradients themselves, read in place by collect()
             self.grads.update(zip(grads, out, strict=False))
             return loss
         keys = [("weight", n) for n in names] + [("grad", n) for n in grads]
         for name, parameter in zip(grads, cell.weights, strict=False):
             self.grads[name] = parameter  # for its shape and dtype: the gradient itself stays in the graph
-        self._graph_rows = (keys, _finish(out.asnumpy(), len(names) if self.needs.update else 0, self.needs))
+        if wrapper.laid:
+            after = self._views.lay([self.weights[n] for n in names], "after")
+            before = None
+            if self.needs.update and self._before is not None and self._before[0] == names:
+                before = self._before[1]
+            elif self.needs.update and all(n in self.prevs for n in names):  # copied before the wrapper was made
+                before = np.concatenate([_flat(self.prevs[n]) for n in names])
+            matrix = np.concatenate([packed_rows(after, wrapper.sizes, self.needs, before),
+                                     packed_rows(out.asnumpy(), wrapper.grad_sizes, self.needs)])  # fmt: skip
+        else:
+            matrix = _finish(out.asnumpy(), len(names) if self.needs.update else 0, self.needs)
+        self._graph_rows = (keys, matrix)
         return loss
 
 
@@ -679,7 +838,7 @@ def _watched_step_class() -> type:
     """:class:`WatchedStep`, made on first use (it derives from ``nn.Cell``)."""
     from mindspore import ParameterTuple, nn, ops
 
-    rows, copy = _kernels()
+    rows, copy, laid = _kernels()
 
     class _WatchedStep(nn.Cell):
         def __init__(self, step: Any, weights: list, needs: Needs, host: bool) -> None:
@@ -690,28 +849,44 @@ def _watched_step_class() -> type:
             self.names = [w.name for w in weights]
             self.update = needs.update
             self.ranges = needs.ranges
+            self.sizes = np.array([_size(w) for w in weights], dtype=np.intp)
+            self.grad_sizes = np.array([_size(w) for w in step.weights], dtype=np.intp)
+            self.laid = host and int(max(self.sizes.sum(), self.grad_sizes.sum())) <= _LAID_LIMIT
 
         def construct(self, *inputs):
             step = self.step
-            prevs = ()
+            before = ()
             if self.update and not self.host:
-                prevs = copy(self.watched)
+                before = copy(self.watched)
             loss = step.network(*inputs)
             sens = ops.fill(loss.dtype, loss.shape, step.sens)
             grads = step.grad(step.network, step.weights)(*inputs, sens)
             grads = step.grad_reducer(grads)
+            if self.update and not self.host:
+                grads = ops.depend(grads, before)  # the copy is taken before the update
             loss = ops.depend(loss, step.optimizer(grads))
+            if self.laid:
+                return loss, laid(grads)
             if self.host:
                 return loss, grads
-            return loss, rows(self.watched, prevs, grads, self.ranges)
+            return loss, rows(self.watched, before, grads, self.ranges)
 
     return _WatchedStep
 
 
+#: Up to this many watched values, a GRAPH step on the host lays its gradients end to end inside
+#: the graph, and the weights (before and after the step) on the host, for :func:`packed_rows`;
+#: above it (where such copies would cost too much memory) it returns the gradients themselves
+#: and the weights are read in place.
+_LAID_LIMIT = 1 << 24
+
+
 class WatchedStep:
-    """A plain ``nn.TrainOneStepCell`` run in GRAPH mode with the statistics of its weights
-    (after the update, and their change) and gradients as a second output; where the device is
-    the host (``host``), the gradients themselves, whose statistics numpy reads in place."""
+    """A plain ``nn.TrainOneStepCell`` run in GRAPH mode that also returns what the statistics
+    need: on a device, the statistics of its weights (after the update, and their change) and
+    gradients; where the device is the host (``host``), its gradients laid end to end in one flat
+    tensor (``laid``), or, for a model too large for that, the gradients themselves. The weights
+    are then read on the host, where they are."""
 
     def __new__(cls, step: Any, weights: list, needs: Needs, host: bool = False):  # noqa: D102 - a Cell made on first use
         return _cached_class()(step, weights, needs, host)

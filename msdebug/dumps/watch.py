@@ -78,6 +78,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -403,15 +404,6 @@ class Trip:
 _WORDS = {"gt": ">", "lt": "<", "ge": ">="}
 
 
-def _compare(stat: str, key: str, value: float, threshold: float) -> bool:
-    op = key.rsplit("_", 1)[1]
-    if op == "gt":
-        return value > threshold
-    if op == "lt":
-        return value < threshold
-    return value >= threshold
-
-
 def _fmt(value: float) -> str:
     if value != value or math.isinf(value):
         return str(value)
@@ -422,14 +414,22 @@ def _fmt(value: float) -> str:
 
 class Evaluator:
     """Decides which conditions trip at a step; keeps the state some need (the loss's best,
-    whether this is the first watched step)."""
+    whether this is the first watched step, which tensors each condition has tripped on).
+
+    A step's statistics come as a matrix, a row per watched tensor and a column per
+    :attr:`columns` (what the backend computes), and each condition is tested on whole columns
+    at once: the cost of a step does not grow with Python work per tensor."""
 
     def __init__(self, conditions: list[Condition]) -> None:
         self.conditions = list(conditions)
         self.needs = Needs.of(self.conditions)
+        self.columns = (*STATS, *self.needs.extras)
+        self._column = {name: i for i, name in enumerate(self.columns)}
         self._best: dict[Condition, tuple[float, int]] = {}
         self._first = True
-        self._matched: dict[tuple[int, str, str], bool] = {}
+        self._tripped: set[tuple[Condition, str, str]] = set()
+        #: the tensors of the last step, and per condition the rows it applies to (and has not tripped on)
+        self._plan: tuple[list[Watched], list[np.ndarray]] = ([], [])
 
     def unmatched(self, watched: list[Watched], kinds_known: set[str]) -> list[str]:
         """One line per condition whose pattern matches no tensor of its kind, among the kinds
@@ -449,103 +449,139 @@ class Evaluator:
             )
         return lines
 
-    def _matches(self, condition: Condition, item: Watched) -> bool:
-        """``condition.matches(item)``, worked out once per condition and tensor (each step asks again)."""
-        key = (id(condition), item.kind, item.name)
-        found = self._matched.get(key)
-        if found is None:
-            found = self._matched[key] = condition.matches(item)
-        return found
+    def matrix(self, watched: list[Watched], rows: Mapping[tuple[str, str], Mapping[str, float]]) -> np.ndarray:
+        """``rows`` (``(kind, name)`` -> column -> value) as the matrix :meth:`evaluate` takes;
+        NaN where a value is missing."""
+        out = np.full((len(watched), len(self.columns)), np.nan)
+        for i, item in enumerate(watched):
+            row = rows.get((item.kind, item.name))
+            if row is not None:
+                out[i] = [row.get(column, math.nan) for column in self.columns]
+        return out
 
-    def evaluate(self, step: int, watched: list[Watched], rows: dict[tuple[str, str], dict[str, float]]) -> list[Trip]:
-        """The trips of this step; ``rows`` maps ``(kind, name)`` to its statistics (and extras)."""
+    def evaluate(self, step: int, watched: list[Watched], values: np.ndarray | Mapping) -> list[Trip]:
+        """The trips of this step: each condition trips once per tensor, at the first step it
+        holds there. ``values``: a row per tensor of ``watched`` and a column per
+        :attr:`columns`, or a mapping of rows as :meth:`matrix` takes."""
+        matrix = self.matrix(watched, values) if isinstance(values, Mapping) else values
         trips = []
-        for condition in self.conditions:
-            for item in watched:
-                row = rows.get((item.kind, item.name))
-                if row is None or not self._matches(condition, item):
-                    continue
-                trip = self._check(condition, item, step, row)
-                if trip is not None:
-                    trips.append(trip)
+        for condition, rows in zip(self.conditions, self._rows(watched), strict=True):
+            if len(rows):
+                trips += self._check(condition, watched, matrix, rows, step)
         self._first = False
         return trips
 
-    def _check(self, condition: Condition, item: Watched, step: int, row: dict[str, float]) -> Trip | None:
+    def _rows(self, watched: list[Watched]) -> list[np.ndarray]:
+        """Per condition, the rows of ``watched`` it applies to; worked out again only when the
+        tensors change (the backend hands the same :class:`Watched` objects every step)."""
+        known, plan = self._plan
+        if len(known) != len(watched) or any(a is not b for a, b in zip(known, watched, strict=True)):
+            plan = [np.array([i for i, item in enumerate(watched) if condition.matches(item)
+                              and (condition, item.kind, item.name) not in self._tripped], dtype=np.intp)
+                    for condition in self.conditions]  # fmt: skip
+            self._plan = (list(watched), plan)
+        return plan
+
+    def _column_of(self, matrix: np.ndarray, name: str) -> np.ndarray:
+        index = self._column.get(name)
+        return matrix[:, index] if index is not None else np.full(len(matrix), np.nan)
+
+    def _check(self, condition: Condition, watched: list[Watched], matrix: np.ndarray, rows: np.ndarray,
+               step: int) -> list[Trip]:  # fmt: skip
+        """The trips of ``condition`` on ``rows`` of ``matrix``. Each test is (statistic shown,
+        parameter, the statistic's column, threshold); a row trips where any test holds, and the
+        trip names the tests that did (as MindInsight's conditions)."""
         name = condition.name
-        values: dict[str, float] = {}
-        thresholds: dict[str, float] = {}
+        part = matrix[rows]
 
-        def hit(stat: str, key: str, value: float, threshold: float) -> None:
-            if value == value and _compare(stat, key, value, threshold):
-                values[stat] = value
-                thresholds[key] = threshold
+        def column(stat: str) -> np.ndarray:
+            return self._column_of(part, stat)
 
+        tests: list[tuple[str, str, np.ndarray, float]] = []
         if name in ("too_large", "too_small", "vanishing"):
-            for key, threshold in condition.params:
-                hit(key.rsplit("_", 1)[0], key, row[key.rsplit("_", 1)[0]], threshold)
+            tests = [(key.rsplit("_", 1)[0], key, column(key.rsplit("_", 1)[0]), t) for key, t in condition.params]
         elif name in ("overflow", "not_finite"):
-            if row["nonfinite"] > 0:
-                values["nonfinite"], thresholds["nonfinite_gt"] = row["nonfinite"], 0.0
+            tests = [("nonfinite", "nonfinite_gt", column("nonfinite"), 0.0)]
         elif name == "exploding":
-            hit("l2", "l2_gt", row["l2"], condition.get("l2_gt"))
-            if row["nonfinite"] > 0:
-                values["nonfinite"], thresholds["nonfinite_gt"] = row["nonfinite"], 0.0
+            tests = [("l2", "l2_gt", column("l2"), condition.get("l2_gt")),
+                     ("nonfinite", "nonfinite_gt", column("nonfinite"), 0.0)]  # fmt: skip
         elif name in ("all_zero", "dead"):
-            hit("zero_percentage", "zero_percentage_ge", row["zero_share"] * 100, condition.get("zero_percentage_ge"))
+            tests = [("zero_percentage", "zero_percentage_ge", column("zero_share") * 100,
+                      condition.get("zero_percentage_ge"))]  # fmt: skip
         elif name == "initialization":
             if not self._first:
-                return None
+                return []
             for key, threshold in condition.params:
                 stat = "zero_percentage" if key == "zero_percentage_ge" else key.rsplit("_", 1)[0]
-                value = row["zero_share"] * 100 if stat == "zero_percentage" else row[stat]
-                hit(stat, key, value, threshold)
+                values = column("zero_share") * 100 if stat == "zero_percentage" else column(stat)
+                tests.append((stat, key, values, threshold))
         elif name == "range":
-            spread = row["max"] - row["min"]
-            for key in ("max_min_lt", "max_min_gt"):
-                if condition.get(key) is not None:
-                    hit("max_min", key, spread, condition.get(key))
+            spread = column("max") - column("min")
+            tests = [("max_min", key, spread, condition.get(key))
+                     for key in ("max_min_lt", "max_min_gt") if condition.get(key) is not None]  # fmt: skip
             if _has_bounds(condition):
                 low, high = _bounds(condition)
-                share = row.get(f"range_share@{low!r},{high!r}", math.nan) * 100
-                for key in ("range_percentage_lt", "range_percentage_gt"):
-                    if condition.get(key) is not None:
-                        hit("range_percentage", key, share, condition.get(key))
-        elif name == "not_changed":
-            before, update = row.get("prev_abs_mean", math.nan), row.get("update_abs_mean", math.nan)
-            if (
-                update == update
-                and before == before
-                and update <= condition.get("atol") + condition.get("rtol") * before
-            ):
-                values["update_abs_mean"] = update
-                values["prev_abs_mean"] = before
-                thresholds["atol"] = condition.get("atol")
-                thresholds["rtol"] = condition.get("rtol")
+                share = column(f"range_share@{low!r},{high!r}") * 100
+                tests += [("range_percentage", key, share, condition.get(key))
+                          for key in ("range_percentage_lt", "range_percentage_gt")
+                          if condition.get(key) is not None]  # fmt: skip
         elif name in ("change_too_large", "change_too_small"):
-            before, update = row.get("prev_abs_mean", math.nan), row.get("update_abs_mean", math.nan)
-            if row.get("prev_zero_share", math.nan) >= 1.0 or not before > 0:
-                return None  # all zeros before: no relative change (see the module's note)
-            ratio = (
-                update - condition.get("epsilon")
-            ) / before  # above/below the threshold as MindInsight's inequality
+            before, update = column("prev_abs_mean"), column("update_abs_mean")
+            # all zeros before: no relative change (see the module's note); NaN compares false
+            defined = ~(column("prev_zero_share") >= 1.0) & (before > 0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(defined, (update - condition.get("epsilon")) / before, np.nan)
             key = "abs_mean_update_ratio_gt" if name == "change_too_large" else "abs_mean_update_ratio_lt"
-            hit("abs_mean_update_ratio", key, ratio, condition.get(key))
+            tests = [("abs_mean_update_ratio", key, ratio, condition.get(key))]
+        elif name == "not_changed":
+            return self._not_changed(condition, watched, part, rows, step)
         elif name == "not_decreasing":
-            loss = row["mean"]
-            best = self._best.get(condition)
-            if best is None or (loss == loss and loss < best[0]):
-                self._best[condition] = (loss, step)
-                return None
-            waited = step - best[1]
-            if waited >= condition.get("steps"):
-                values["steps_since_best"] = float(waited)
-                values["best"] = best[0]
-                thresholds["steps"] = condition.get("steps")
-        if not values:
+            return [trip for i in rows if (trip := self._not_decreasing(condition, watched[i], matrix[i], step))]
+        held = [_holds(key, values, threshold) for _, key, values, threshold in tests]
+        trips = []
+        for j in np.flatnonzero(np.logical_or.reduce(held)) if held else ():
+            values = {stat: float(v[j]) for (stat, _, v, _), h in zip(tests, held, strict=True) if h[j]}
+            thresholds = {key: t for (_, key, _, t), h in zip(tests, held, strict=True) if h[j]}
+            trips.append(self._trip(condition, watched[rows[j]], step, values, thresholds))
+        return trips
+
+    def _not_changed(self, condition: Condition, watched: list[Watched], part: np.ndarray, rows: np.ndarray,
+                     step: int) -> list[Trip]:  # fmt: skip
+        before, update = self._column_of(part, "prev_abs_mean"), self._column_of(part, "update_abs_mean")
+        atol, rtol = condition.get("atol"), condition.get("rtol")
+        held = update <= atol + rtol * before  # MindInsight's inequality; NaN (no copy) compares false
+        return [self._trip(condition, watched[rows[j]], step,
+                           {"update_abs_mean": float(update[j]), "prev_abs_mean": float(before[j])},
+                           {"atol": atol, "rtol": rtol}) for j in np.flatnonzero(held)]  # fmt: skip
+
+    def _not_decreasing(self, condition: Condition, item: Watched, row: np.ndarray, step: int) -> Trip | None:
+        loss = float(row[self._column["mean"]])
+        best = self._best.get(condition)
+        if best is None or (loss == loss and loss < best[0]):
+            self._best[condition] = (loss, step)
             return None
+        waited = step - best[1]
+        if waited < condition.get("steps"):
+            return None
+        values = {"steps_since_best": float(waited), "best": best[0]}
+        return self._trip(condition, item, step, values, {"steps": condition.get("steps")})
+
+    def _trip(self, condition: Condition, item: Watched, step: int, values: dict, thresholds: dict) -> Trip:
+        """The trip, and the condition no longer tested on ``item`` (once per tensor)."""
+        self._tripped.add((condition, item.kind, item.name))
+        self._plan = ([], [])
         return Trip(condition.token, item.name, item.kind, step, values, thresholds,
                     _message(condition, item, step, values, thresholds))  # fmt: skip
+
+
+def _holds(key: str, values: np.ndarray, threshold: float) -> np.ndarray:
+    """Where ``values`` pass ``threshold`` the way ``key`` ends (``_gt``, ``_lt``, ``_ge``); NaN never."""
+    op = key.rsplit("_", 1)[1]
+    if op == "gt":
+        return values > threshold
+    if op == "lt":
+        return values < threshold
+    return values >= threshold
 
 
 def _message(condition: Condition, item: Watched, step: int, values: dict, thresholds: dict) -> str:
@@ -589,6 +625,7 @@ class WatchHistory:
         self._count = 0
         self._stride = 1  # record one watched step in this many (doubles at each thinning)
         self._seen = 0
+        self._cached_rows: tuple[list[tuple[str, str]], np.ndarray] | None = None
 
     # -- recording
     def add(self, item: Watched) -> None:
@@ -597,20 +634,25 @@ class WatchHistory:
             return
         self._index[(item.kind, item.name)] = len(self.watched)
         self.watched.append(item)
+        self._cached_rows = None
         if len(self.watched) > self._data.shape[1]:
             grown = np.full((self._data.shape[0], max(2 * self._data.shape[1], len(self.watched)), len(STATS)), np.nan)
             grown[:, : self._data.shape[1]] = self._data
             self._data = grown
 
-    def record(self, step: int, rows: dict[tuple[str, str], dict[str, float]]) -> None:
-        """Keep the statistics of one watched step, ``rows`` keyed by ``(kind, name)`` (thinned
-        past the budget)."""
+    def record(self, step: int, values: np.ndarray | Mapping, watched: list[Watched] | None = None) -> None:
+        """Keep the statistics of one watched step (thinned past the budget): ``values`` a
+        matrix with a row per tensor of ``watched`` (its first columns :data:`STATS`), or a
+        mapping ``(kind, name)`` -> statistic -> value. A second call for the same step (its
+        loss) adds to that step's row."""
+        if isinstance(values, Mapping):
+            keys = list(values)
+            matrix = np.array([[values[key].get(s, math.nan) for s in STATS] for key in keys]).reshape(-1, len(STATS))
+        else:
+            keys, matrix = [(w.kind, w.name) for w in watched or ()], values[:, : len(STATS)]
+        index = self._rows_of(keys)
         if self._count and self._steps[self._count - 1] == step:  # more of the last step (its loss)
-            line = self._data[self._count - 1]
-            for key, row in rows.items():
-                index = self._index.get(key)
-                if index is not None:
-                    line[index] = [row[s] for s in STATS]
+            self._data[self._count - 1, index[index >= 0]] = matrix[index >= 0]
             return
         self._seen += 1
         if (self._seen - 1) % self._stride:
@@ -623,13 +665,18 @@ class WatchHistory:
         self._steps[self._count] = step
         line = self._data[self._count]
         line[:] = np.nan
-        for key, row in rows.items():
-            index = self._index.get(key)
-            if index is not None:
-                line[index] = [row[s] for s in STATS]
+        line[index[index >= 0]] = matrix[index >= 0]
         self._count += 1
         if self.nbytes > self.budget:
             self._thin()
+
+    def _rows_of(self, keys: list[tuple[str, str]]) -> np.ndarray:
+        """The index of each ``(kind, name)`` in the history, -1 for a tensor not added; kept
+        while the keys of the steps stay the same."""
+        cached = self._cached_rows
+        if cached is None or cached[0] != keys:
+            cached = self._cached_rows = (keys, np.array([self._index.get(key, -1) for key in keys], dtype=np.intp))
+        return cached[1]
 
     def _thin(self) -> None:
         keep = np.arange(0, self._count, 2)

@@ -21,11 +21,14 @@ the model and the optimizer are as that step left them, and ``__exit__`` swallow
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .. import interrupts
-from ..dumps.watch import Evaluator, Trip, Watched, WatchHistory, parse_conditions
+from ..dumps.watch import STATS, Evaluator, Trip, Watched, WatchHistory, parse_conditions
 from ..errors import InvalidValueError, MagicUsageError, echo
 
 __all__ = ["WatchSession", "WatchStopped", "last_watch", "step", "watch"]
@@ -99,7 +102,6 @@ class WatchSession:
         self._call_loss: Any = None
         self._checked: set[str] = set()
         self._tracker: Any = None
-        self._seen: set[tuple[str, str, str]] = set()
 
     # ---- lifecycle
     def __enter__(self) -> WatchSession:
@@ -208,52 +210,47 @@ class WatchSession:
         value = loss_value(loss)
         if value is None:
             return
-        item, row = _loss_row(value)
-        self.history.add(item)
-        trips = self._new_trips(self._evaluator.evaluate(number, [item], {("loss", "loss"): row}))
-        self.history.record(number, {("loss", "loss"): row})
-        self._after(trips)
+        matrix = _loss_row(value, len(self._evaluator.columns))
+        self.history.add(LOSS)
+        self._record(number, [LOSS], matrix)
 
     def _end_step(self, loss: Any) -> None:
         from ..backend.watch import loss_value
 
         number = self.number
-        trips: list[Trip] = []
         watched_now = self.watching
         self._call_loss = None
+        trips: list[Trip] = []
         if watched_now:
-            watched, rows = self._tracker.collect()
+            watched, matrix = self._tracker.collect()
             value = loss_value(loss) if loss is not None else None
             if value is not None:
-                item, row = _loss_row(value)
-                watched.append(item)
-                rows[("loss", "loss")] = row
+                watched = [*watched, LOSS]
+                matrix = np.concatenate([matrix, _loss_row(value, matrix.shape[1])])
             for item in watched:
                 self.history.add(item)
             self._check_patterns(self._tracker, acts_seen=any(w.kind == "act" for w in watched))
-            trips = self._new_trips(self._evaluator.evaluate(number, watched, rows))
-            self.history.record(number, rows)
+            trips = self._record(number, watched, matrix, after=False)
         self.number += 1
         self._tracker.begin_step(self.watching)
         if watched_now and self.on_update is not None:
             self.on_update(self.history)
         self._after(trips)
 
+    def _record(self, number: int, watched: list[Watched], matrix: np.ndarray, after: bool = True) -> list[Trip]:
+        """The conditions evaluated on a step's statistics, which are recorded; its trips (each
+        the first of its condition on its tensor) kept, and with ``after`` acted on."""
+        trips = self._evaluator.evaluate(number, watched, matrix)
+        self.history.trips.extend(trips)
+        self.history.record(number, matrix, watched)
+        if after:
+            self._after(trips)
+        return trips
+
     def _after(self, trips: list[Trip]) -> None:
         if trips and self.stop:
             self.history.stopped = True
             raise WatchStopped(trips[0])
-
-    def _new_trips(self, trips: list[Trip]) -> list[Trip]:
-        """The trips not seen before (one per condition and tensor: the first step it tripped)."""
-        new = []
-        for trip in trips:
-            key = (trip.condition, trip.kind, trip.name)
-            if key not in self._seen:
-                self._seen.add(key)
-                self.history.trips.append(trip)
-                new.append(trip)
-        return new
 
     def _check_patterns(self, tracker: Any, acts_seen: bool = False) -> None:
         """A condition the person gave whose pattern matches nothing: one line, once the names of
@@ -276,13 +273,17 @@ class WatchSession:
             raise MagicUsageError(lines[0])
 
 
-def _loss_row(value: float) -> tuple[Watched, dict[str, float]]:
-    import math
+#: The loss, as a watched tensor.
+LOSS = Watched("loss", "loss", (), "float")
 
+
+def _loss_row(value: float, width: int) -> np.ndarray:
+    """The loss's statistics as a one-row matrix of ``width`` columns (NaN past :data:`STATS`)."""
     finite = math.isfinite(value)
-    row = {"max": value, "min": value, "mean": value, "abs_mean": abs(value), "l2": abs(value),
-           "zero_share": 1.0 if value == 0 else 0.0, "nonfinite": 0.0 if finite else 1.0}  # fmt: skip
-    return Watched("loss", "loss", (), "float"), row
+    row = np.full((1, width), np.nan)
+    row[0, : len(STATS)] = [value, value, value, abs(value), abs(value), 1.0 if value == 0 else 0.0,
+                            0.0 if finite else 1.0]  # fmt: skip
+    return row
 
 
 def watch(*conditions: str, every: int = 1, stop: bool = True, net: Any = None, optimizer: Any = None,
