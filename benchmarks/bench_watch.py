@@ -152,8 +152,6 @@ def bench_memory(args) -> dict:
     base = rng.uniform(0.1, 1.0, (len(watched), len(STATS) + len(extras)))
     base[:, STATS.index("zero_share")] = 0.01
     base[:, STATS.index("nonfinite")] = 0.0
-    columns = (*STATS, *extras)
-    keys = [(w.kind, w.name) for w in watched]
 
     tracemalloc.start()
     before, _ = tracemalloc.get_traced_memory()
@@ -164,12 +162,11 @@ def bench_memory(args) -> dict:
     for item in watched:
         history.add(item)
     for number in range(args.steps_memory):
-        # each step's statistics, as the backend hands them over: one row per tensor
+        # each step's statistics, as the backend hands them over: a row per tensor
         values = base * (1.0 + 1e-3 * number)
         values[-1, STATS.index("mean")] = 1.0 / (1 + number)  # the loss goes down
-        rows = {key: dict(zip(columns, map(float, values[i]), strict=True)) for i, key in enumerate(keys)}
-        evaluator.evaluate(number, watched, rows)
-        history.record(number, rows)
+        evaluator.evaluate(number, watched, values)
+        history.record(number, values, watched)
     seconds = time.perf_counter() - start
     current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
