@@ -542,6 +542,7 @@ class Tracker:
         self._views = _Views()
         #: a GRAPH step on the host: the names of the weights, and their values at the step's start laid end to end
         self._before: tuple[list[str], np.ndarray] | None = None
+        self._early: dict[int, tuple[Any, Any]] = {}  # id -> (a Parameter, its copy): see _copy_early
         #: every parameter name of what was found, trained or not (a pattern is checked against these)
         self.names = dict.fromkeys(p.name for net in self._nets for p in net.parameters)
         # What is watched is what the cell trains: the optimizers called (with their networks), or
@@ -583,7 +584,7 @@ class Tracker:
         try:
             self._patches.restore()
         finally:
-            self.grads, self.acts, self.prevs, self._before = {}, [], {}, None
+            self.grads, self.acts, self.prevs, self._before, self._early = {}, [], {}, None, {}
             self._views.clear()
 
     # ---- what is watched
@@ -611,7 +612,7 @@ class Tracker:
         network). A network nothing trains is not watched."""
         if id(optimizer) in self._optimizers:
             return
-        parameters = list(getattr(optimizer, "_parameters", None) or optimizer.parameters)
+        parameters = _parameters_of(optimizer)
         held = {id(p) for p in parameters}
         for net in self._nets:
             if any(id(p) in held for p in net.parameters):
@@ -627,6 +628,18 @@ class Tracker:
         if self._optimizers:
             kinds.add("grads")
         return kinds
+
+    def unseen(self, kind: str) -> str:
+        """Why no tensor of ``kind`` (``grad``, ``act``) was seen in a step that showed weights."""
+        if kind == "act" and graph_mode():
+            return "GRAPH mode: activations are not watched (Cell hooks do not run inside a graph)"
+        if kind == "act" and not any(net.cells for net in self._nets):
+            return "activations are not watched: the network has no sub-cells"
+        if kind == "act":
+            return "activations are not watched: the network ran inside a compiled function (@jit), where its Cells' calls are not seen"
+        return ("gradients are not watched: the optimizer ran inside a compiled function (@jit, or a GRAPH step "
+                "other than a plain nn.TrainOneStepCell), where what it is given is not seen; call the optimizer "
+                "outside @jit, or train with nn.TrainOneStepCell, to watch them")  # fmt: skip
 
     def cell_output(self, cell: Any, output: Any) -> None:
         """A sub-cell of a watched network returned ``output`` (its activation) in PyNative."""
@@ -647,9 +660,28 @@ class Tracker:
         """A new step: let the last one's tensors go; copy the weights when the step is watched
         and a condition needs their change (not for a GRAPH step, which copies inside its graph)."""
         self.grads, self.acts, self.prevs, self._calls = {}, [], {}, {}
-        self._graph_rows, self._before = None, None
+        self._graph_rows, self._before, self._early = None, None, {}
         self._watched_now = watched
         self._copy_missing()
+        self._copy_early()
+
+    def _copy_early(self) -> None:
+        """While no optimizer call has been seen, copies of what :meth:`_fall_back` would watch:
+        when the update runs inside a compiled function (``@jit``), the step's end is the first
+        the watch knows of the optimizer, too late to copy the weights for the change of that
+        step."""
+        if not (self._watched_now and self.needs.update) or self._optimizers or self._found.given:
+            return
+        trained = [p for optimizer in self._found.optimizers for p in _parameters_of(optimizer)]
+        held = {id(p) for p in trained}
+        nets = [net for net in self._nets if not held or any(id(p) in held for p in net.parameters)]
+        parameters = list({id(p): p for p in [*trained, *(p for net in nets for p in net.parameters)]}.values())
+        self.busy = True
+        try:
+            self._early = {id(p): (p, copy) for p, copy in
+                           zip(parameters, copies(parameters, self._views.flat), strict=True)}  # fmt: skip
+        finally:
+            self.busy = False
 
     def _copy_missing(self) -> None:
         """Copies of the watched weights that have none this step (all at its start; those of an
@@ -682,6 +714,11 @@ class Tracker:
         if not self._found.optimizers:
             for net in self._nets:
                 self._watch_net(net)
+        for name, parameter in self.weights.items():  # the copies made at the step's start
+            early = self._early.get(id(parameter))
+            if early is not None and early[0] is parameter and name not in self.prevs:
+                self.prevs[name] = early[1]
+        self._early = {}
 
     def collect(self) -> tuple[list[Watched], np.ndarray]:
         """The watched tensors of this step and their statistics: a row per tensor, a column per
@@ -790,6 +827,10 @@ class Tracker:
             matrix = _finish(out.asnumpy(), len(names) if self.needs.update else 0, self.needs)
         self._graph_rows = (keys, matrix)
         return loss
+
+
+def _parameters_of(optimizer: Any) -> list:
+    return list(getattr(optimizer, "_parameters", None) or optimizer.parameters)
 
 
 def _size(tensor: Any) -> int:

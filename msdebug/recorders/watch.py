@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import interrupts
-from ..dumps.watch import STATS, Evaluator, Trip, Watched, WatchHistory, parse_conditions
+from ..dumps.watch import KINDS, STATS, Evaluator, Trip, Watched, WatchHistory, parse_conditions
 from ..errors import InvalidValueError, MagicUsageError, echo
 
 __all__ = ["WatchSession", "WatchStopped", "last_watch", "step", "watch"]
@@ -102,6 +102,7 @@ class WatchSession:
         self._call_loss: Any = None
         self._checked: set[str] = set()
         self._tracker: Any = None
+        self._unseen: set[str] = set()  # the kinds of tensor said to be not watched (notes)
 
     # ---- lifecycle
     def __enter__(self) -> WatchSession:
@@ -110,16 +111,11 @@ class WatchSession:
     @interrupts.protected
     def _enter(self) -> WatchSession:
         global _last
-        from ..backend.watch import Tracker, find_targets, graph_mode
+        from ..backend.watch import Tracker, find_targets
 
         targets = find_targets(self._namespace, self._net, self._optimizer)
         tracker = Tracker(self, targets, self._evaluator.needs)
         self._check_patterns(tracker)  # before anything is installed: training not started
-        if graph_mode():
-            self.history.notes.append(
-                "GRAPH mode: activations are not watched (Cell hooks do not run inside a graph); "
-                "weights and gradients come out of the compiled step."
-            )
         if not targets:
             self.history.notes.append("no network or optimizer found yet: watching the first optimizer called.")
         tracker.install()
@@ -230,6 +226,7 @@ class WatchSession:
             for item in watched:
                 self.history.add(item)
             self._check_patterns(self._tracker, acts_seen=any(w.kind == "act" for w in watched))
+            self._note_unseen(watched)
             trips = self._record(number, watched, matrix, after=False)
         self.number += 1
         self._tracker.begin_step(self.watching)
@@ -251,6 +248,17 @@ class WatchSession:
         if trips and self.stop:
             self.history.stopped = True
             raise WatchStopped(trips[0])
+
+    def _note_unseen(self, watched: list[Watched]) -> None:
+        """A kind of tensor the conditions ask for that this step did not show, said once in the
+        notes (the report shows them): "nothing tripped" is then not read as "all is well"."""
+        if not any(w.kind == "weight" for w in watched):
+            return  # nothing trained seen yet
+        asked = {KINDS[c.kind] for c in self.conditions} - {w.kind for w in watched} - self._unseen
+        for kind in sorted(asked & {"grad", "act"}):
+            self._unseen.add(kind)
+            conditions = ", ".join(c.token for c in self.conditions if KINDS[c.kind] == kind)
+            self.history.notes.append(f"{self._tracker.unseen(kind)}. Not checked: {conditions}.")
 
     def _check_patterns(self, tracker: Any, acts_seen: bool = False) -> None:
         """A condition the person gave whose pattern matches nothing: one line, once the names of
