@@ -162,36 +162,24 @@ def _flat(tensor: Any) -> np.ndarray:
 class _Views:
     """Where the device is the host: numpy views of the watched Parameters' own memory, made once
     (``asnumpy`` costs microseconds, times every tensor, every step) and again only when a
-    Parameter's storage moves (``set_data``), which its ``data_ptr()`` tells; and tensors laid
-    end to end in buffers kept from step to step."""
+    Parameter's storage moves (``set_data``), which its ``data_ptr()`` tells."""
 
     def __init__(self) -> None:
         self._held: dict[int, tuple[Any, int, np.ndarray]] = {}  # id -> (the Parameter, its data_ptr, the view)
-        self._buffers: dict[str, np.ndarray] = {}
 
     def flat(self, tensor: Any) -> np.ndarray:
         """:func:`_flat` of ``tensor``, a Parameter's view kept while its storage stays."""
+        entry = self._held.get(id(tensor))
+        if entry is not None and entry[0] is tensor and entry[1] == tensor.data_ptr():
+            return entry[2]
         pointer = getattr(tensor, "data_ptr", None)
         if pointer is None or type(tensor).__name__ != "Parameter" or str(tensor.dtype) not in ("Float32", "Float64"):
             return _flat(tensor)
-        address = pointer()
-        entry = self._held.get(id(tensor))
-        if entry is None or entry[0] is not tensor or entry[1] != address:
-            entry = self._held[id(tensor)] = (tensor, address, _flat(tensor))
+        entry = self._held[id(tensor)] = (tensor, pointer(), _flat(tensor))
         return entry[2]
 
-    def lay(self, tensors: list, buffer: str) -> np.ndarray:
-        """``tensors`` end to end, copied into the kept buffer named ``buffer``."""
-        flats = [self.flat(tensor) for tensor in tensors]
-        total = sum(flat.size for flat in flats)
-        kind = np.result_type(np.float32, *(flat.dtype for flat in flats))
-        out = self._buffers.get(buffer)
-        if out is None or out.size != total or out.dtype != kind:
-            out = self._buffers[buffer] = np.empty(total, kind)
-        return np.concatenate(flats, out=out) if flats else out
-
     def clear(self) -> None:
-        self._held, self._buffers = {}, {}
+        self._held = {}
 
 
 def _host_rows(weights: list, prevs: list, others: list, needs: Needs, read: Callable = _flat) -> np.ndarray:
@@ -209,8 +197,15 @@ def _host_rows(weights: list, prevs: list, others: list, needs: Needs, read: Cal
         if needs.update and any(befores[i] is not None for i in small):  # no copy: itself, then NaN
             before = np.concatenate([flats[i] if befores[i] is None else befores[i] for i in small])
         out[small] = packed_rows(laid, np.array([flats[i].size for i in small]), needs, before)
-    for i in (i for i, flat in enumerate(flats) if flat.size >= _LAID):
-        out[i] = packed_rows(flats[i], np.array([flats[i].size]), needs, befores[i])[0]
+    large = [i for i, flat in enumerate(flats) if flat.size >= _LAID]
+
+    def fill(i: int) -> None:
+        out[i] = packed_rows(flats[i], np.array([flats[i].size]), needs, befores[i], threads=len(large) == 1)[0]
+
+    if len(large) > 1:  # each on a thread of its own (one thread would wait on another's pieces)
+        list(_threads().map(fill, large))
+    elif large:
+        fill(large[0])
     for i in range(len(prevs), len(tensors)):
         out[i, len(STATS) + len(needs.ranges) :] = np.nan
     return out
@@ -241,12 +236,14 @@ def _pieces() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def packed_rows(flat: np.ndarray, sizes: np.ndarray, needs: Needs, before: np.ndarray | None = None) -> np.ndarray:
+def packed_rows(flat: np.ndarray, sizes: np.ndarray, needs: Needs, before: np.ndarray | None = None,
+                threads: bool = True) -> np.ndarray:  # fmt: skip
     """The rows of :func:`statistics` for tensors laid end to end in ``flat``, ``sizes[i]``
     values each, with ``before`` (their copies before the step, laid out alike) for the change:
     a few vectorised passes over the whole buffer (``ufunc.reduceat``), however many tensors; a
-    large buffer in pieces on threads, whose sums, extremes and counts are then added up. An
-    empty tensor's row is NaN; without ``before`` the change columns are NaN.
+    large buffer in pieces on threads (unless ``threads`` is false), whose sums, extremes and
+    counts are then added up. An empty tensor's row is NaN; without ``before`` the change columns
+    are NaN.
 
     As MindSpore's ``max`` and ``min``, NaN is passed over (an Inf still shows). The counts of
     zeros and of NaN/Inf take a pass of their own only where there are any."""
@@ -258,10 +255,11 @@ def packed_rows(flat: np.ndarray, sizes: np.ndarray, needs: Needs, before: np.nd
     counts = sizes[kept].astype(np.float64)
     starts = (np.cumsum(sizes) - sizes)[kept]
     update = before if needs.update else None
-    pieces = max(_pieces() if flat.size >= _THREADED else 1, -(-flat.size // _BLOCK))
+    threads = threads and flat.size >= _THREADED
+    pieces = max(_pieces() if threads else 1, -(-flat.size // _BLOCK))
     cuts = np.linspace(0, flat.size, pieces + 1).astype(np.intp)
     jobs = [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True) if hi > lo]
-    if len(jobs) > 1 and flat.size >= _THREADED:
+    if len(jobs) > 1 and threads:
         parts = list(_threads().map(lambda job: _piece(flat, update, starts, needs, *job), jobs))
     else:
         parts = [_piece(flat, update, starts, needs, *job) for job in jobs]
@@ -540,8 +538,6 @@ class Tracker:
         self._described: dict[tuple[str, str], Watched] = {}
         self._last_described: tuple[list[tuple[str, str]], list[Watched]] = ([], [])
         self._views = _Views()
-        #: a GRAPH step on the host: the names of the weights, and their values at the step's start laid end to end
-        self._before: tuple[list[str], np.ndarray] | None = None
         self._early: dict[int, tuple[Any, Any]] = {}  # id -> (a Parameter, its copy): see _copy_early
         #: every parameter name of what was found, trained or not (a pattern is checked against these)
         self.names = dict.fromkeys(p.name for net in self._nets for p in net.parameters)
@@ -584,7 +580,7 @@ class Tracker:
         try:
             self._patches.restore()
         finally:
-            self.grads, self.acts, self.prevs, self._before, self._early = {}, [], {}, None, {}
+            self.grads, self.acts, self.prevs, self._early = {}, [], {}, {}
             self._views.clear()
 
     # ---- what is watched
@@ -660,7 +656,7 @@ class Tracker:
         """A new step: let the last one's tensors go; copy the weights when the step is watched
         and a condition needs their change (not for a GRAPH step, which copies inside its graph)."""
         self.grads, self.acts, self.prevs, self._calls = {}, [], {}, {}
-        self._graph_rows, self._before, self._early = None, None, {}
+        self._graph_rows, self._early = None, {}
         self._watched_now = watched
         self._copy_missing()
         self._copy_early()
@@ -689,15 +685,8 @@ class Tracker:
         missing = [name for name in self.weights if name not in self.prevs]
         if not (self._watched_now and self.needs.update and missing):
             return
-        wrappers = list(self._graph_steps.values())
-        if wrappers and graph_mode():
-            if all(w.laid for w in wrappers):  # the host: into one buffer, for packed_rows
-                if self._before is None:
-                    names = list(self.weights)
-                    self._before = (names, self._views.lay([self.weights[n] for n in names], "before"))
-                return
-            if not any(w.host for w in wrappers):
-                return  # on a device the step copies inside its graph
+        if self._graph_steps and graph_mode() and not any(w.host for w in self._graph_steps.values()):
+            return  # on a device the step copies inside its graph
         self.busy = True
         try:
             self.prevs.update(zip(missing, copies([self.weights[n] for n in missing], self._views.flat), strict=True))
@@ -790,7 +779,7 @@ class Tracker:
         done = False
         output = None
         try:
-            if graph_mode() and self.session.watching and _exact_step(cell) and not kwargs:
+            if self.session.watching and not kwargs and graph_mode() and _exact_step(cell):
                 output = self._graph_step(cell, args)
             else:
                 output = original(cell, *args, **kwargs)
@@ -806,26 +795,24 @@ class Tracker:
         if wrapper is None or wrapper.names != names or wrapper.host != host:
             wrapper = WatchedStep(cell, [self.weights[n] for n in names], self.needs, host)
             self._graph_steps[id(cell)] = wrapper
-        loss, out = wrapper(*args)
+        loss, *out = wrapper(*args)
         grads = self._optimizers[id(cell.optimizer)]
-        if host and not wrapper.laid:  # the gradients themselves, read in place by collect()
-            self.grads.update(zip(grads, out, strict=False))
-            return loss
-        keys = [("weight", n) for n in names] + [("grad", n) for n in grads]
         for name, parameter in zip(grads, cell.weights, strict=False):
             self.grads[name] = parameter  # for its shape and dtype: the gradient itself stays in the graph
-        if wrapper.laid:
-            after = self._views.lay([self.weights[n] for n in names], "after")
-            before = None
-            if self.needs.update and self._before is not None and self._before[0] == names:
-                before = self._before[1]
-            elif self.needs.update and all(n in self.prevs for n in names):  # copied before the wrapper was made
-                before = np.concatenate([_flat(self.prevs[n]) for n in names])
-            matrix = np.concatenate([packed_rows(after, wrapper.sizes, self.needs, before),
-                                     packed_rows(out.asnumpy(), wrapper.grad_sizes, self.needs)])  # fmt: skip
+        if host:  # the weights read where they are, the small gradients laid end to end, the large in place
+            names = [n for n in names if n in self.prevs] + [n for n in names if n not in self.prevs]
+            weights = _host_rows([self.weights[n] for n in names], [self.prevs[n] for n in names if n in self.prevs],
+                                 [], self.needs, self._views.flat)  # fmt: skip
+            small, large = out
+            gradients = np.full((len(grads), _width(self.needs)), np.nan)
+            if wrapper.small:
+                gradients[wrapper.small] = packed_rows(small.asnumpy(), wrapper.grad_sizes[wrapper.small], self.needs)
+            if wrapper.large:
+                gradients[wrapper.large] = _host_rows([], [], list(large), self.needs)
+            matrix = np.concatenate([weights, gradients])
         else:
-            matrix = _finish(out.asnumpy(), len(names) if self.needs.update else 0, self.needs)
-        self._graph_rows = (keys, matrix)
+            matrix = _finish(out[0].asnumpy(), len(names) if self.needs.update else 0, self.needs)
+        self._graph_rows = ([("weight", n) for n in names] + [("grad", n) for n in grads], matrix)
         return loss
 
 
@@ -878,6 +865,7 @@ def _cell_call(original: Callable) -> Callable:
 def _watched_step_class() -> type:
     """:class:`WatchedStep`, made on first use (it derives from ``nn.Cell``)."""
     from mindspore import ParameterTuple, nn, ops
+    from mindspore import dtype as mstype
 
     rows, copy, laid = _kernels()
 
@@ -890,9 +878,10 @@ def _watched_step_class() -> type:
             self.names = [w.name for w in weights]
             self.update = needs.update
             self.ranges = needs.ranges
-            self.sizes = np.array([_size(w) for w in weights], dtype=np.intp)
             self.grad_sizes = np.array([_size(w) for w in step.weights], dtype=np.intp)
-            self.laid = host and int(max(self.sizes.sum(), self.grad_sizes.sum())) <= _LAID_LIMIT
+            #: where the device is the host: the gradients laid end to end (a copy), and those read in place
+            self.small = [i for i, size in enumerate(self.grad_sizes) if size < _LAID]
+            self.large = [i for i, size in enumerate(self.grad_sizes) if size >= _LAID]
 
         def construct(self, *inputs):
             step = self.step
@@ -906,28 +895,27 @@ def _watched_step_class() -> type:
             if self.update and not self.host:
                 grads = ops.depend(grads, before)  # the copy is taken before the update
             loss = ops.depend(loss, step.optimizer(grads))
-            if self.laid:
-                return loss, laid(grads)
-            if self.host:
-                return loss, grads
-            return loss, rows(self.watched, before, grads, self.ranges)
+            if not self.host:
+                return loss, rows(self.watched, before, grads, self.ranges)
+            small = []
+            for i in self.small:
+                small.append(grads[i])
+            large = []
+            for i in self.large:
+                large.append(grads[i])
+            if self.small:
+                return loss, laid(small), tuple(large)
+            return loss, ops.zeros((0,), mstype.float32), tuple(large)
 
     return _WatchedStep
-
-
-#: Up to this many watched values, a GRAPH step on the host lays its gradients end to end inside
-#: the graph, and the weights (before and after the step) on the host, for :func:`packed_rows`;
-#: above it (where such copies would cost too much memory) it returns the gradients themselves
-#: and the weights are read in place.
-_LAID_LIMIT = 1 << 24
 
 
 class WatchedStep:
     """A plain ``nn.TrainOneStepCell`` run in GRAPH mode that also returns what the statistics
     need: on a device, the statistics of its weights (after the update, and their change) and
-    gradients; where the device is the host (``host``), its gradients laid end to end in one flat
-    tensor (``laid``), or, for a model too large for that, the gradients themselves. The weights
-    are then read on the host, where they are."""
+    gradients; where the device is the host (``host``), its small gradients laid end to end in one
+    flat tensor and its large ones as they are, all read by numpy, as are the weights, where
+    they are."""
 
     def __new__(cls, step: Any, weights: list, needs: Needs, host: bool = False):  # noqa: D102 - a Cell made on first use
         return _cached_class()(step, weights, needs, host)
