@@ -265,11 +265,12 @@ def packed_rows(flat: np.ndarray, sizes: np.ndarray, needs: Needs, before: np.nd
         parts = [_piece(flat, update, starts, needs, *job) for job in jobs]
     total = np.zeros((len(kept), _PARTS + len(needs.ranges) + 3))
     total[:, 0], total[:, 1] = -np.inf, np.inf
-    for first, part in parts:
-        rows = total[first : first + len(part)]
-        rows[:, 0] = np.fmax(rows[:, 0], part[:, 0])  # an all-NaN piece leaves the others' extremes
-        rows[:, 1] = np.fmin(rows[:, 1], part[:, 1])
-        rows[:, 2:] += part[:, 2:]
+    with np.errstate(invalid="ignore"):  # Inf + -Inf: NaN, as the sum of the whole would be
+        for first, part in parts:
+            rows = total[first : first + len(part)]
+            rows[:, 0] = np.fmax(rows[:, 0], part[:, 0])  # an all-NaN piece leaves the others' extremes
+            rows[:, 1] = np.fmin(rows[:, 1], part[:, 1])
+            rows[:, 2:] += part[:, 2:]
     all_nan = total[:, 7] == counts
     rows = out[kept]
     rows[:, 0] = np.where(all_nan, np.nan, total[:, 0])  # as numpy's fmax of only NaN
