@@ -107,6 +107,13 @@ def _shape(result):
 @settings(max_examples=100)
 @given(match_case())
 @example((["Default/Mul-op1", "Default/Mul-op2"], []))
+@example(  # a file with no op number in a renumbered group is matched by its name, not held back
+    (
+        ["Default/Mul-op1", "Default/Mul-op7", "Default/Mul"],
+        [TensorFile(Path(f"{i}.npy"), "Mul", flat, i, "input", 0, "Float32", 4)
+         for i, flat in enumerate(["Default_Mul-op1", "Default_Mul-op1", "Default_Mul-op2", "Default_Mul"])],
+    )
+)  # fmt: skip
 def test_matching_agrees_with_its_quadratic_definition(case):
     order, tensors = case
     assert _shape(datadump._match(order, list(tensors))) == _shape(reference_match(order, list(tensors)))

@@ -482,7 +482,8 @@ def _match(order: list[str] | None, tensors: list[TensorFile]) -> tuple[list[Dum
         first: dict[tuple[tuple[str, str], str, int], int] = {}
         still = []
         for t in left:
-            if renumbered and number < 2 and (t.op_type, _numbered(t.flat_name)[0]) in renumbered:
+            base, op_number = _numbered(t.flat_name)
+            if renumbered and number < 2 and op_number is not None and (t.op_type, base) in renumbered:
                 still.append(t)  # its number names another op: by timestamp, in the last pass
                 continue
             group_key = key(t.op_type, t.flat_name)
