@@ -86,6 +86,24 @@ def nothing_left():
     assert signal.getsignal(signal.SIGINT) is _handler_before[0]  # as the test found it
 
 
+def jit_train_step(net, loss_fn, optimizer):
+    """MindSpore's own idiom: ``value_and_grad`` and the optimizer's call inside one ``@ms.jit``
+    function, where no Python hook sees the optimizer."""
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+
+    @ms.jit
+    def train_step(x, y):
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        return loss
+
+    return train_step
+
+
 def classifier_step(net, lr=0.05):
     loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     return nn.TrainOneStepCell(nn.WithLossCell(net, loss), nn.Momentum(net.trainable_params(), lr, 0.9))
@@ -233,18 +251,7 @@ def test_a_jit_training_step_is_watched_from_step_0_and_what_it_hides_is_said(mo
     )  # relu2 dead: fc1, fc2, fc3.weight get no gradient
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     optimizer = nn.SGD(net.trainable_params(), 0.05)
-
-    def forward(x, y):
-        return loss_fn(net(x), y)
-
-    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
-
-    @ms.jit
-    def train_step(x, y):
-        loss, grads = grad_fn(x, y)
-        optimizer(grads)
-        return loss
-
+    train_step = jit_train_step(net, loss_fn, optimizer)
     x, y = images((16, 8)), labels(16)
     with msdebug.watch(stop=False) as w:
         for _ in range(3):
@@ -501,15 +508,7 @@ def test_an_update_inside_a_jit_function_is_watched_through_the_namespace_s_opti
     frozen = list(net.fc3.trainable_params())
     rest = [p for p in net.trainable_params() if all(p is not q for q in frozen)]
     optimizer = nn.SGD([{"params": rest}, {"params": frozen, "lr": 0.0}], learning_rate=0.05)
-    grad_fn = ms.value_and_grad(nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")),
-                                None, optimizer.parameters)  # fmt: skip
-
-    @ms.jit
-    def train_step(x, y):
-        loss, grads = grad_fn(x, y)
-        optimizer(grads)
-        return loss
-
+    train_step = jit_train_step(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), optimizer)
     x, y = images((16, 8)), labels(16)
     with msdebug.watch("weights:*:not_changed") as w:
         for _ in range(3):
