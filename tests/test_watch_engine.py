@@ -480,7 +480,8 @@ def test_a_weight_is_named_with_the_line_of_the_cell_class_that_holds_it():
 
 def test_in_a_notebook_cell_a_weight_is_named_at_its_cell_and_line(ip):
     """A class defined in a cell has no source file ``inspect`` finds: the cell and line come
-    from its functions' code (it said "defined at: unknown" in the tutorial)."""
+    from its functions' code (it said "defined at: unknown" in the tutorial). The loss is
+    named at the line whose call gave it."""
     ip.run_cell("import mindspore as ms\nfrom mindspore import nn\nimport msdebug", store_history=True)
     result = ip.run_cell(
         "\nclass Tiny(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
@@ -497,6 +498,8 @@ def test_in_a_notebook_cell_a_weight_is_named_at_its_cell_and_line(ip):
     assert result.success, result.error_in_exec
     item = next(i for i in ip.user_ns["w"].history.watched if i.name == "dense.bias")
     assert item.defined_at == f"cell [{defined}], line 5", item
+    loss = next(i for i in ip.user_ns["w"].history.watched if i.kind == "loss")
+    assert loss.defined_at == f"cell [{result.execution_count}], line 6", loss  # the training step's call
 
 
 def test_an_update_inside_a_jit_function_is_watched_through_the_namespace_s_optimizer():

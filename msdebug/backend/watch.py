@@ -460,7 +460,7 @@ def _defined_at(cls: type, attribute: str = "") -> str:
     defined in a notebook has no source file ``inspect`` can find (``__main__`` has none)."""
     import linecache
 
-    from ..dumps.cells import cell_number, is_cell, typed_line
+    from ..dumps.cells import is_cell, place
 
     codes = [f.__code__ for f in vars(cls).values() if inspect.isfunction(f)]
     if not codes:
@@ -481,10 +481,7 @@ def _defined_at(cls: type, attribute: str = "") -> str:
         first = min(code.co_firstlineno for code in codes)
         statement = re.compile(rf"^\s*class\s+{re.escape(cls.__name__)}\b")
         line = next((n for n in range(first, 0, -1) if n <= len(lines) and statement.match(lines[n - 1])), first)
-    if is_cell(path):
-        number = cell_number(path)
-        return f"cell [{number}], line {typed_line(path, line)}" if number is not None else ""
-    return f"{os.path.basename(path)}:{line}"
+    return place(path, line)
 
 
 class _Net:

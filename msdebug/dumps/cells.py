@@ -23,6 +23,7 @@ __all__ = [
     "cell_code",
     "cell_number",
     "is_cell",
+    "place",
     "remember",
     "remember_blank",
     "remove_namer",
@@ -111,3 +112,12 @@ def cell_code(path: str, line: int, end: int | None = None) -> str | None:
         return None
     last = min(end or line, line + _MAX_LINES - 1, len(lines))
     return textwrap.dedent("".join(lines[line - 1 : last])).rstrip("\n")
+
+
+def place(path: str, line: int) -> str:
+    """``cell [3], line 5`` for a line of a notebook cell this process ran (the line as typed),
+    ``train.py:12`` for a file of the person's own; '' for a cell it did not run, or no path."""
+    if is_cell(path):
+        number = cell_number(path)
+        return f"cell [{number}], line {typed_line(path, line)}" if number is not None else ""
+    return f"{os.path.basename(path)}:{line}" if path and not path.startswith("<") else ""

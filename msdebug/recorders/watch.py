@@ -103,6 +103,7 @@ class WatchSession:
         self._checked: set[str] = set()
         self._tracker: Any = None
         self._unseen: set[str] = set()  # the kinds of tensor said to be not watched (notes)
+        self._loss: Watched | None = None
 
     # ---- lifecycle
     def __enter__(self) -> WatchSession:
@@ -207,8 +208,9 @@ class WatchSession:
         if value is None:
             return
         matrix = _loss_row(value, len(self._evaluator.columns))
-        self.history.add(LOSS)
-        self._record(number, [LOSS], matrix)
+        loss = self._loss_item()
+        self.history.add(loss)
+        self._record(number, [loss], matrix)
 
     def _end_step(self, loss: Any) -> None:
         from ..backend.watch import loss_value
@@ -221,7 +223,7 @@ class WatchSession:
             watched, matrix = self._tracker.collect()
             value = loss_value(loss) if loss is not None else None
             if value is not None:
-                watched = [*watched, LOSS]
+                watched = [*watched, self._loss_item()]
                 matrix = np.concatenate([matrix, _loss_row(value, matrix.shape[1])])
             for item in watched:
                 self.history.add(item)
@@ -233,6 +235,18 @@ class WatchSession:
         if watched_now and self.on_update is not None:
             self.on_update(self.history)
         self._after(trips)
+
+    def _loss_item(self) -> Watched:
+        """The loss as a watched tensor, defined at the person's line that ends its first step:
+        the training step's call, ``msdebug.step(loss)`` or ``model.train(...)``."""
+        if self._loss is None:
+            from ..backend.hooks import user_frame
+            from ..dumps.cells import place
+
+            frame = user_frame()
+            where = place(frame.f_code.co_filename, frame.f_lineno) if frame is not None else ""
+            self._loss = Watched("loss", "loss", (), "float", defined_at=where)
+        return self._loss
 
     def _record(self, number: int, watched: list[Watched], matrix: np.ndarray, after: bool = True) -> list[Trip]:
         """The conditions evaluated on a step's statistics, which are recorded; its trips (each
@@ -279,10 +293,6 @@ class WatchSession:
         self._checked |= kinds
         if lines:
             raise MagicUsageError(lines[0])
-
-
-#: The loss, as a watched tensor.
-LOSS = Watched("loss", "loss", (), "float")
 
 
 def _loss_row(value: float, width: int) -> np.ndarray:
