@@ -114,11 +114,11 @@ def save_watches(shell, pool: str, rank: str) -> None:
     from ..recorders import watch as recorder
 
     _rank_of[:] = [(pool, rank)]
-    saved: list[object] = [recorder._last]  # noqa: SLF001 - the session the engine keeps as the last one
+    saved: list[object] = [recorder.last_ended()]
 
     def after(result) -> None:
-        session = recorder._last  # noqa: SLF001
-        if session is None or session is saved[0] or session in recorder._active:  # noqa: SLF001
+        session = recorder.last_ended()
+        if session is None or session is saved[0]:
             return  # none ended in this cell (one still running spans cells: saved when it ends)
         saved[0] = session
         try:

@@ -31,7 +31,7 @@ from .. import interrupts
 from ..dumps.watch import KINDS, STATS, Evaluator, Trip, Watched, WatchHistory, parse_conditions
 from ..errors import InvalidValueError, MagicUsageError, echo
 
-__all__ = ["WatchSession", "WatchStopped", "last_watch", "step", "watch"]
+__all__ = ["WatchSession", "WatchStopped", "last_ended", "last_watch", "step", "watch"]
 
 _active: list[WatchSession] = []  # the innermost running session, for msdebug.step()
 _last: WatchSession | None = None
@@ -49,6 +49,11 @@ def step(loss: Any = None) -> None:
     """End a step of the innermost running watch (nothing outside one)."""
     if _active:
         _active[-1].step(loss)
+
+
+def last_ended() -> WatchSession | None:
+    """The last watch, once it has ended (None while it runs, or before any)."""
+    return _last if _last is not None and _last not in _active else None
 
 
 def last_watch():
