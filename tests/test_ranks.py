@@ -631,7 +631,9 @@ def test_ctrl_c_while_stop_gives_idle_ranks_time_ends_the_wait_and_still_ends_th
         msg_id = kernel.client.execute("from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())")
         deadline, stacks = time.monotonic() + 120, ""
         while "_wait_ended" not in stacks and time.monotonic() < deadline:
-            stacks = kernel.python_stacks()  # each look asks the kernel for its stacks and waits for them
+            # each look asks the kernel for its stacks and waits for them to start coming; what came
+            # is kept, since a dump may still be being written when a look returns
+            stacks += kernel.python_stacks()
         assert "_wait_ended" in stacks, stacks[-3000:]
         kernel.manager.interrupt_kernel()
         status, outputs = kernel.finish(msg_id, 120)
