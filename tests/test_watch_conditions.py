@@ -102,6 +102,24 @@ def test_change_conditions_follow_mindinsights_formulas():
         "range_share@0.0,inf", "update_abs_mean", "prev_abs_mean", "prev_zero_share")  # fmt: skip
 
 
+def test_the_ratio_conditions_skip_a_tensor_that_started_at_zeros_or_that_no_optimizer_trains():
+    bias = Watched("fc1.bias", "weight", (4,), "Float32")
+    moving = Watched("bn.moving_variance", "weight", (4,), "Float32", trained=False)
+    evaluator = Evaluator(parse_conditions(["weights:*:change_too_large", "weights:*:not_changed"]))
+    first = {"update_abs_mean": 0.01, "prev_abs_mean": 0.0, "prev_zero_share": 1.0}  # a fresh bias
+    later = {"update_abs_mean": 0.01, "prev_abs_mean": 0.02, "prev_zero_share": 0.0}  # ratio 0.5 > 0.1
+    still = {"update_abs_mean": 0.0, "prev_abs_mean": 1.0, "prev_zero_share": 0.0}
+    assert evaluator.evaluate(0, [bias, moving], {("weight", "fc1.bias"): row(**first),
+                                                  ("weight", "bn.moving_variance"): row(**later)}) == []  # fmt: skip
+    assert evaluator.evaluate(1, [bias], {("weight", "fc1.bias"): row(**later)}) == []  # its own few updates
+    (trip,) = evaluator.evaluate(2, [moving], {("weight", "bn.moving_variance"): row(**still)})
+    assert trip.condition.startswith("weights:*:not_changed") and "no optimizer trains it" in trip.message
+    # a tensor that did not start at zeros trips as MindInsight's condition says
+    weight = Watched("fc1.weight", "weight", (4, 4), "Float32")
+    fresh = Evaluator(parse_conditions(["weights:*:change_too_large"]))
+    assert fresh.evaluate(0, [weight], {("weight", "fc1.weight"): row(**later)})[0].step == 0
+
+
 def test_all_zero_range_exploding_and_the_loss():
     assert trips("acts:encoder/layer0/*:all_zero", A, zero_share=1.0)[0].name == "encoder.layer0.relu"
     assert not trips("acts:all_zero", A, zero_share=0.99)

@@ -531,6 +531,7 @@ class Tracker:
         #: id of each sub-cell of a watched network -> (that cell, the network): the cell is held, so its id stays its own
         self._owners = {id(cell): (cell, net) for net in self._nets for cell in net.cells}
         self._keys: dict[int, str] = {}  # id of a watched parameter -> its name here
+        self._trained: set[str] = set()  # the names of the weights an optimizer updates
         self._watched_now = False
         self._where: dict[int, str] = {}
         self._described: dict[tuple[str, str], Watched] = {}
@@ -612,6 +613,7 @@ class Tracker:
             if any(id(p) in held for p in net.parameters):
                 self._watch_net(net)
         self._optimizers[id(optimizer)] = [self._key(p) for p in parameters]
+        self._trained.update(self._optimizers[id(optimizer)])
         self.names.update(dict.fromkeys(p.name for p in parameters))
         if before_update:  # their copies for this step's change (at a step's end, it is too late)
             self._copy_missing()
@@ -745,11 +747,17 @@ class Tracker:
             else:
                 tensor = self.weights.get(name) if kind == "weight" else self.grads.get(name, self.weights.get(name))
                 scope, at = "", self._where.get(id(self.weights.get(name)), "")
+            trained = kind != "weight" or not self._optimizers or name in self._trained
             shape = tuple(int(s) for s in getattr(tensor, "shape", ()))
             known = self._described.get((kind, name))
-            if known is None or known.shape != shape or known.scope != scope or known.defined_at != at:
+            if known is None or (known.shape, known.scope, known.defined_at, known.trained) != (
+                shape,
+                scope,
+                at,
+                trained,
+            ):
                 known = self._described[(kind, name)] = Watched(name, kind, shape, str(getattr(tensor, "dtype", "")),
-                                                                scope, at)  # fmt: skip
+                                                                scope, at, trained)  # fmt: skip
             out.append(known)
         self._last_described = (list(keys), out)
         return out

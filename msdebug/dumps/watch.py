@@ -57,10 +57,17 @@ msdebug's own, with no MindInsight counterpart: ``not_finite`` (the loss, or any
 Inf), ``not_decreasing(steps=K)`` (the loss has not gone below its best for K steps), ``dead``
 (activations: a Cell whose output is mostly zeros, ``zero_percentage_ge`` as ``all_zero``).
 
-One deliberate difference: the update ratio of a tensor that was all zeros before the step
-(a bias initialised to zeros) is undefined; MindInsight divided by ``epsilon`` and so tripped
-``change_too_large`` on every such bias at its first update. Here such a tensor is skipped by the
-two ratio conditions.
+Deliberate differences in the two ratio conditions (``change_too_large``, ``change_too_small``),
+each found on a healthy ResNet whose default watch stopped it at step 1:
+
+* A tensor that was all zeros when the watch first saw it (a bias, BatchNorm's ``beta`` or
+  ``moving_mean``, initialised to zeros) is skipped. Its size is then only the sum of its own
+  few updates, so each update is "large" against it for many steps (a ratio near 1/k at step
+  k); MindInsight divided by ``epsilon`` and tripped on every such tensor.
+* A parameter no optimizer trains (BatchNorm's moving statistics, a layer frozen with
+  ``requires_grad=False``) is skipped: its changes are not the optimizer's updates. It is still
+  checked by ``not_changed``, which is how a layer frozen by mistake, or a BatchNorm left out of
+  training mode (``net.set_train()`` not called), is found.
 
 History
 -------
@@ -386,6 +393,7 @@ class Watched:
     dtype: str
     scope: str = ""  # the Cell scope, for activations
     defined_at: str = ""  # "cell [3], line 5" or "file.py:12", "" when unknown
+    trained: bool = True  # a weight an optimizer updates (not a moving statistic or a frozen layer)
 
 
 @dataclass(frozen=True)
@@ -428,6 +436,10 @@ class Evaluator:
         self._best: dict[Condition, tuple[float, int]] = {}
         self._first = True
         self._tripped: set[tuple[Condition, str, str]] = set()
+        #: weights judged at their first step with a copy: those that were all zeros then
+        self._judged: set[str] = set()
+        self._started_at_zero: set[str] = set()
+        self._ratios = any(c.name in ("change_too_large", "change_too_small") for c in self.conditions)
         #: the tensors of the last step, and per condition the rows it applies to (and has not tripped on)
         self._plan: tuple[list[Watched], list[np.ndarray]] = ([], [])
 
@@ -464,6 +476,8 @@ class Evaluator:
         holds there. ``values``: a row per tensor of ``watched`` and a column per
         :attr:`columns`, or a mapping of rows as :meth:`matrix` takes."""
         matrix = self.matrix(watched, values) if isinstance(values, Mapping) else values
+        if self._ratios:
+            self._judge_starts(watched, matrix)
         trips = []
         for condition, rows in zip(self.conditions, self._rows(watched), strict=True):
             if len(rows):
@@ -481,6 +495,18 @@ class Evaluator:
                     for condition in self.conditions]  # fmt: skip
             self._plan = (list(watched), plan)
         return plan
+
+    def _judge_starts(self, watched: list[Watched], matrix: np.ndarray) -> None:
+        """Note the weights that were all zeros at their first step with a copy (skipped by the
+        ratio conditions: see the module's note)."""
+        zeros = self._column.get("prev_zero_share")
+        if zeros is None or len(self._judged) >= sum(1 for w in watched if w.kind == "weight"):
+            return
+        for i, item in enumerate(watched):
+            if item.kind == "weight" and item.name not in self._judged and matrix[i, zeros] == matrix[i, zeros]:
+                self._judged.add(item.name)
+                if matrix[i, zeros] >= 1.0:
+                    self._started_at_zero.add(item.name)
 
     def _column_of(self, matrix: np.ndarray, name: str) -> np.ndarray:
         index = self._column.get(name)
@@ -527,8 +553,10 @@ class Evaluator:
                           if condition.get(key) is not None]  # fmt: skip
         elif name in ("change_too_large", "change_too_small"):
             before, update = column("prev_abs_mean"), column("update_abs_mean")
-            # all zeros before: no relative change (see the module's note); NaN compares false
-            defined = ~(column("prev_zero_share") >= 1.0) & (before > 0)
+            # all zeros before, or at the start, or no optimizer's: no relative change (see the
+            # module's note); NaN compares false
+            own = np.array([watched[i].trained and watched[i].name not in self._started_at_zero for i in rows], bool)
+            defined = ~(column("prev_zero_share") >= 1.0) & (before > 0) & own
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(defined, (update - condition.get("epsilon")) / before, np.nan)
             key = "abs_mean_update_ratio_gt" if name == "change_too_large" else "abs_mean_update_ratio_lt"
@@ -593,6 +621,9 @@ def _message(condition: Condition, item: Watched, step: int, values: dict, thres
         detail = (f"unchanged (mean |after - before| {_fmt(values['update_abs_mean'])} <= atol "
                   f"{_fmt(thresholds['atol'])} + rtol {_fmt(thresholds['rtol'])} * mean |before| "
                   f"{_fmt(values['prev_abs_mean'])})")  # fmt: skip
+        if not item.trained:
+            return (f"{what}: {detail} at step {step}; no optimizer trains it: frozen (requires_grad=False), "
+                    "or a statistic the forward pass updates only in training mode (net.set_train())")  # fmt: skip
     elif name == "not_decreasing":
         detail = (f"not below its best {_fmt(values['best'])} for {_fmt(values['steps_since_best'])} steps "
                   f"(steps={_fmt(thresholds['steps'])})")  # fmt: skip
