@@ -538,6 +538,7 @@ class Tracker:
         self._last_described: tuple[list[tuple[str, str]], list[Watched]] = ([], [])
         self._views = _Views()
         self._early: dict[int, tuple[Any, Any]] = {}  # id -> (a Parameter, its copy): see _copy_early
+        self._counts: dict[int, tuple[Any, int | None]] = {}  # id -> (an optimizer, its global_step then)
         #: every parameter name of what was found, trained or not (a pattern is checked against these)
         self.names = dict.fromkeys(p.name for net in self._nets for p in net.parameters)
         # What is watched is what the cell trains: the optimizers called (with their networks), or
@@ -666,7 +667,10 @@ class Tracker:
         when the update runs inside a compiled function (``@jit``), the step's end is the first
         the watch knows of the optimizer, too late to copy the weights for the change of that
         step."""
-        if not (self._watched_now and self.needs.update) or self._optimizers or self._found.given:
+        if not self._watched_now or self._optimizers or self._found.given:
+            return
+        self._counts = {id(o): (o, _step_count(o)) for o in self._found.optimizers}
+        if not self.needs.update:
             return
         trained = [p for optimizer in self._found.optimizers for p in _parameters_of(optimizer)]
         held = {id(p) for p in trained}
@@ -698,7 +702,17 @@ class Tracker:
         their networks, or, with none, its networks."""
         if self._optimizers or self._found.given:
             return
+        # MindSpore's optimizers count their calls (global_step): those whose count moved in this
+        # step ran in it, inside the compiled function; one that counts nothing may have
+        called = []
         for optimizer in self._found.optimizers:
+            _, before = self._counts.get(id(optimizer), (None, None))
+            after = _step_count(optimizer)
+            if before is None or after is None or after != before:
+                called.append(optimizer)
+        if self._found.optimizers and not called:
+            return  # none ran in this step: nothing trained yet, nothing to watch
+        for optimizer in called:
             self._add_optimizer(optimizer, before_update=False)
         if not self._found.optimizers:
             for net in self._nets:
@@ -820,6 +834,18 @@ class Tracker:
             matrix = _finish(out[0].asnumpy(), len(names) if self.needs.update else 0, self.needs)
         self._graph_rows = ([("weight", n) for n in names] + [("grad", n) for n in grads], matrix)
         return loss
+
+
+def _step_count(optimizer: Any) -> int | None:
+    """How many times ``optimizer`` ran (MindSpore's optimizers add one to their ``global_step``
+    at each call); None for one without such a count."""
+    count = getattr(optimizer, "global_step", None)
+    if type(count).__name__ != "Parameter":
+        return None
+    try:
+        return int(count.asnumpy().reshape(-1)[0])
+    except (TypeError, ValueError, IndexError, RuntimeError):
+        return None
 
 
 def _parameters_of(optimizer: Any) -> list:
