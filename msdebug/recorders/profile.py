@@ -408,12 +408,14 @@ class _RangeCallback:
         self.profile = Profile(output=output, timeline=timeline, top=_check_top(top), verbose=verbose)
         self.report: ProfileReport | None = None
         self._entered = False
+        self._holding = False
         self._count = 0
 
     def _begin(self, number: int) -> None:
         if number == self.start and not self._entered:
             self._entered = True
             self.profile.__enter__()
+            self._holding = True
         elif self._entered and self.profile._session.running:
             self.profile._begin = time.time_ns()
 
@@ -428,10 +430,15 @@ class _RangeCallback:
             self.profile._marks.append((number - 1, self.profile._begin, time.time_ns()))
 
     def _close(self, kind, error) -> None:
-        if self.profile._session.running:
-            self.profile._stop()
-        if self.profile in _active:
-            _active.remove(self.profile)
+        try:
+            if self.profile._session.running:
+                self.profile._stop()
+        finally:
+            if self._holding:  # the SIGINT hold the profile's __enter__ took, let go once
+                self._holding = False
+                interrupts.let_go()
+            if self.profile in _active:
+                _active.remove(self.profile)
         self.profile._finish(kind, error)
         self.report = self.profile.report
 
