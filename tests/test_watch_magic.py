@@ -163,6 +163,15 @@ y = ms.Tensor(np.zeros((4, 1), np.float32))
 
 @pytest.fixture
 def trained(ip):
+    """The session's shell with this module's training in it, and no network, optimizer or
+    Model that other modules' tests left there: the watch looks at the whole namespace, and
+    their names would come first in its messages."""
+    from mindspore import nn
+    from mindspore.train import Model
+
+    for name, value in list(ip.user_ns.items()):
+        if not name.startswith("_") and isinstance(value, (nn.Cell, nn.Optimizer, Model)):
+            del ip.user_ns[name]
     ip.run_cell(SETUP).raise_error()
     return ip
 
