@@ -1,15 +1,19 @@
-"""What ``%%mswatch`` needs from MindSpore: statistics on the device, and where the tensors are.
+"""What ``%%mswatch`` needs from MindSpore: statistics where the tensors are, and what is trained.
 
 * :func:`statistics`: max, min, mean, mean of ``|x|``, L2 norm, share of zeros and count of
-  NaN/Inf of many tensors at once, with the change of the weights since a copy, computed by one
-  compiled function (``mindspore.jit`` over a tuple of tensors) that returns one small matrix:
-  one copy to the host per step, never a whole tensor.
+  NaN/Inf of many tensors at once, with the change of the weights since a copy. On a device,
+  one compiled function (``mindspore.jit`` over a tuple of tensors) returns one small matrix:
+  one copy to the host per step, never a whole tensor. Where the device is the host (the CPU
+  build), numpy reads the tensors' own memory (:func:`packed_rows`: the small ones laid end to
+  end, one ``reduceat`` pass per statistic; the large ones where they are, on threads).
 * :class:`Tracker`: in PyNative, the optimizer's call (``nn.Optimizer.__call__``, wrapped with
   :class:`~msdebug.backend.hooks.Patches`) gives the weights it updates and the gradients it
-  receives; forward hooks on the network's sub-cells give the activations. ``nn.TrainOneStepCell``'s
-  call is wrapped too: its end ends a step, with its output as the loss. In GRAPH mode a
-  TrainOneStepCell runs as :class:`WatchedStep`, a Cell that does what its ``construct`` does
-  and returns the statistics as a second output, so one graph run gives them; no dump.
+  receives; a wrapped ``Cell.__call__`` gives the sub-cells' outputs (the activations).
+  ``nn.TrainOneStepCell``'s call is wrapped too: its end ends a step, with its output as the
+  loss. In GRAPH mode a TrainOneStepCell runs as :class:`WatchedStep`, a Cell that does what its
+  ``construct`` does and also returns the statistics (a device) or the gradients (the host), so
+  one graph run gives them; no dump. Inside ``@jit`` no call is seen: the namespace's optimizers
+  whose call count moved in the step are watched.
 * :func:`watch_callback`: the ``Model.train`` callback.
 
 MindSpore's statistics-only dump (``saved_data: "statistic"``) does the same on GPU and Ascend
@@ -125,8 +129,9 @@ def statistics(weights: list, prevs: list, others: list, needs: Needs, read: Cal
 
     Where the device is the host (the CPU build), the tensors' own memory is read in place with
     numpy (``asnumpy`` of a Parameter or of an op's output is a view there, no copy): a handful of
-    vectorised passes per tensor, where MindSpore's CPU kernels cost about 15 launches per tensor
-    (10 to 30 times slower on the benchmark's step). Elsewhere, one compiled MindSpore function.
+    vectorised passes over the tensors laid end to end (:func:`packed_rows`), where MindSpore's CPU
+    kernels cost about 15 launches per tensor (10 to 30 times slower on the benchmark's step).
+    Elsewhere, one compiled MindSpore function.
     ``read`` gives a tensor's values on the host (:meth:`_Views.flat` keeps the Parameters' views)."""
     if on_host():
         return _finish(_host_rows(weights, prevs, others, needs, read or _flat), len(prevs), needs)
