@@ -628,13 +628,16 @@ def test_ctrl_c_while_stop_gives_idle_ranks_time_ends_the_wait_and_still_ends_th
         )
         for pid in ranks:  # stopped, they cannot act on the shutdown request: stop waits for them
             os.kill(pid, signal.SIGSTOP)
-        msg_id = kernel.client.execute("from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())")
-        deadline, stacks = time.monotonic() + 120, ""
-        while "_wait_ended" not in stacks and time.monotonic() < deadline:
-            # each look asks the kernel for its stacks and waits for them to start coming; what came
-            # is kept, since a dump may still be being written when a look returns
-            stacks += kernel.python_stacks()
-        assert "_wait_ended" in stacks, stacks[-3000:]
+        # The wait marks its start with a file: an event to interrupt on. (Asking the kernel for
+        # its stacks with SIGUSR2 in a loop could send the next signal while faulthandler was
+        # still writing the last dump, and the kernel died of it, 1 run in a few.)
+        msg_id = kernel.start_until(
+            "import msdebug.ranks.pool as _pool\n_waits = _pool._wait_ended\n"
+            "def _marked(fds, timeout):\n    open('waiting', 'w').close()\n    return _waits(fds, timeout)\n"
+            "_pool._wait_ended = _marked\n"
+            "from msdebug.ipython.magics.ranks import _stop\n_stop(3600, get_ipython())",
+            "waiting",
+        )
         kernel.manager.interrupt_kernel()
         status, outputs = kernel.finish(msg_id, 120)
         assert status == "error" and outputs[-1]["ename"] == "KeyboardInterrupt", outputs
