@@ -133,8 +133,8 @@ def statistics(weights: list, prevs: list, others: list, needs: Needs, read: Cal
     kernels cost about 15 launches per tensor (10 to 30 times slower on the benchmark's step).
     Elsewhere, one compiled MindSpore function.
     ``read`` gives a tensor's values on the host (:meth:`_Views.flat` keeps the Parameters' views)."""
-    if on_host():
-        return _finish(_host_rows(weights, prevs, others, needs, read or _flat), len(prevs), needs)
+    if on_host():  # full width already, the change NaN where there is no copy
+        return _host_rows(weights, prevs, others, needs, read or _flat)
     rows, _ = _compiled()
     # mutable: tensors in a tuple are otherwise constants, and each new value compiles anew
     matrix = rows(_tuple(weights), _tuple(prevs), _tuple(others), needs.ranges)
@@ -614,15 +614,18 @@ class Tracker:
         if id(optimizer) in self._optimizers:
             return
         parameters = _parameters_of(optimizer)
-        held = {id(p) for p in parameters}
-        for net in self._nets:
-            if any(id(p) in held for p in net.parameters):
-                self._watch_net(net)
+        for net in self._nets_holding(parameters):
+            self._watch_net(net)
         self._optimizers[id(optimizer)] = [self._key(p) for p in parameters]
         self._trained.update(self._optimizers[id(optimizer)])
         self.names.update(dict.fromkeys(p.name for p in parameters))
         if before_update:  # their copies for this step's change (at a step's end, it is too late)
             self._copy_missing()
+
+    def _nets_holding(self, parameters: list) -> list[_Net]:
+        """The found networks that hold one of ``parameters`` (what an optimizer of them trains)."""
+        held = {id(p) for p in parameters}
+        return [net for net in self._nets if any(id(p) in held for p in net.parameters)]
 
     @property
     def known_kinds(self) -> set[str]:
@@ -678,8 +681,7 @@ class Tracker:
         if not self.needs.update:
             return
         trained = [p for optimizer in self._found.optimizers for p in _parameters_of(optimizer)]
-        held = {id(p) for p in trained}
-        nets = [net for net in self._nets if not held or any(id(p) in held for p in net.parameters)]
+        nets = self._nets_holding(trained) if trained else self._nets
         parameters = list({id(p): p for p in [*trained, *(p for net in nets for p in net.parameters)]}.values())
         self.busy = True
         try:
@@ -769,12 +771,8 @@ class Tracker:
             trained = kind != "weight" or not self._optimizers or name in self._trained
             shape = tuple(int(s) for s in getattr(tensor, "shape", ()))
             known = self._described.get((kind, name))
-            if known is None or (known.shape, known.scope, known.defined_at, known.trained) != (
-                shape,
-                scope,
-                at,
-                trained,
-            ):
+            wanted = (shape, scope, at, trained)
+            if known is None or (known.shape, known.scope, known.defined_at, known.trained) != wanted:
                 known = self._described[(kind, name)] = Watched(name, kind, shape, str(getattr(tensor, "dtype", "")),
                                                                 scope, at, trained)  # fmt: skip
             out.append(known)
