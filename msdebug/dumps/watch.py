@@ -474,12 +474,7 @@ class Evaluator:
     def matrix(self, watched: list[Watched], rows: Mapping[tuple[str, str], Mapping[str, float]]) -> np.ndarray:
         """``rows`` (``(kind, name)`` -> column -> value) as the matrix :meth:`evaluate` takes;
         NaN where a value is missing."""
-        out = np.full((len(watched), len(self.columns)), np.nan)
-        for i, item in enumerate(watched):
-            row = rows.get((item.kind, item.name))
-            if row is not None:
-                out[i] = [row.get(column, math.nan) for column in self.columns]
-        return out
+        return _as_matrix([(item.kind, item.name) for item in watched], rows, self.columns)
 
     def evaluate(self, step: int, watched: list[Watched], values: np.ndarray | Mapping) -> list[Trip]:
         """The trips of this step: each condition trips once per tensor, at the first step it
@@ -613,6 +608,17 @@ class Evaluator:
                     _message(condition, item, step, values, thresholds))  # fmt: skip
 
 
+def _as_matrix(keys: list[tuple[str, str]], rows: Mapping, columns: tuple[str, ...]) -> np.ndarray:
+    """A row per ``(kind, name)`` of ``keys``, a column per name of ``columns``, from ``rows``
+    (``(kind, name)`` -> column -> value); NaN where a value is missing."""
+    out = np.full((len(keys), len(columns)), np.nan)
+    for i, key in enumerate(keys):
+        row = rows.get(key)
+        if row is not None:
+            out[i] = [row.get(column, math.nan) for column in columns]
+    return out
+
+
 def _holds(key: str, values: np.ndarray, threshold: float) -> np.ndarray:
     """Where ``values`` pass ``threshold`` the way ``key`` ends (``_gt``, ``_lt``, ``_ge``); NaN never."""
     op = key.rsplit("_", 1)[1]
@@ -689,7 +695,7 @@ class WatchHistory:
         loss) adds to that step's row."""
         if isinstance(values, Mapping):
             keys = list(values)
-            matrix = np.array([[values[key].get(s, math.nan) for s in STATS] for key in keys]).reshape(-1, len(STATS))
+            matrix = _as_matrix(keys, values, STATS)
         else:
             keys, matrix = [(w.kind, w.name) for w in watched or ()], values[:, : len(STATS)]
         index = self._rows_of(keys)
