@@ -437,11 +437,15 @@ def test_the_host_statistics_equal_the_device_kernels_on_every_kind_of_value(mon
     assert np.isnan(host[2][len(STATS) + len(needs.ranges) :]).all()  # not a weight: no change
 
 
-def test_a_graph_step_gives_numpys_statistics_and_follows_a_set_data_between_steps():
+@pytest.mark.parametrize("laid", [1 << 16, 100], ids=["laid", "some-in-place"])
+def test_a_graph_step_gives_numpys_statistics_and_follows_a_set_data_between_steps(monkeypatch, laid):
     """GRAPH on the host: the gradients come out of the compiled step laid end to end, the weights
     are read where they are (numpy views kept from step to step) and laid before and after the
     step. Every statistic, and the change the ratio condition shows, against numpy; after a
-    ``set_data`` between steps (a checkpoint loaded) the new storage is read, not the old one."""
+    ``set_data`` between steps (a checkpoint loaded) the new storage is read, not the old one.
+    ``some-in-place``: the two larger weights and their gradients are read where they are, the
+    others laid, so each row must still land on its own tensor."""
+    monkeypatch.setattr(backend, "_LAID", laid)
     ms.set_seed(0)
     net = Classifier()
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")

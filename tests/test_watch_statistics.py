@@ -43,20 +43,26 @@ def reference(a, before, ranges):
     return np.array(row)
 
 
-@given(tensors(), st.integers(1, 50), st.booleans())
-def test_packed_rows_are_numpys_per_tensor_however_the_buffer_is_cut(monkeypatch_module, drawn, block, threads):
+@given(tensors(), st.integers(1, 50), st.booleans(), st.integers(0, 6))
+def test_packed_rows_are_numpys_per_tensor_however_the_buffer_is_cut(monkeypatch_module, drawn, block, threads,
+                                                                    copied):  # fmt: skip
+    """``copied``: how many of the first tensors have a copy (the weights of a step laid before
+    its gradients); the others' change is NaN."""
     arrays, befores = drawn
+    copied = min(copied, len(arrays))
     ranges = ((-1.0, 1.0), (0.0, np.inf))
     needs = Needs(update=True, ranges=ranges)
     monkeypatch_module.setattr(backend, "_BLOCK", block)  # pieces of `block` values: cuts inside tensors
     monkeypatch_module.setattr(backend, "_THREADED", 1 if threads else 1 << 40)
     sizes = np.array([a.size for a in arrays])
     flat = np.concatenate(arrays)
-    got = backend.packed_rows(flat, sizes, needs, np.concatenate(befores))
+    got = backend.packed_rows(flat, sizes, needs, np.concatenate(befores[:copied] or [np.zeros(0, flat.dtype)]))
     assert got.shape == (len(arrays), len(STATS) + len(ranges) + 3)
-    for row, a, before in zip(got, arrays, befores, strict=True):
+    for i, (row, a, before) in enumerate(zip(got, arrays, befores, strict=True)):
         with np.errstate(invalid="ignore"):  # Inf - Inf in the reference too
             expected = reference(a, before, ranges)
+        if i >= copied:
+            expected[-3:] = np.nan
         exact = [0, 1, 5, 6, 7, 8]  # extremes, the zero share, NaN/Inf, the shares in ranges: counted, not summed
         np.testing.assert_array_equal(row[exact], expected[exact])
         np.testing.assert_allclose(row, expected, rtol=2e-5, atol=1e-6, equal_nan=True)

@@ -247,64 +247,94 @@ def packed_rows(flat: np.ndarray, sizes: np.ndarray, needs: Needs, before: np.nd
     values each, with ``before`` (their copies before the step, laid out alike) for the change:
     a few vectorised passes over the whole buffer (``ufunc.reduceat``), however many tensors; a
     large buffer in pieces on threads (unless ``threads`` is false), whose sums, extremes and
-    counts are then added up. An empty tensor's row is NaN; without ``before`` the change columns
-    are NaN.
+    counts are then added up. An empty tensor's row is NaN. ``before`` may cover only the first
+    tensors (it then ends where one of them does); the change columns of the others, and of all
+    without ``before``, are NaN.
 
     As MindSpore's ``max`` and ``min``, NaN is passed over (an Inf still shows). The counts of
     zeros and of NaN/Inf take a pass of their own only where there are any."""
-    sizes = np.asarray(sizes, dtype=np.intp)
-    out = np.full((len(sizes), _width(needs)), np.nan)
-    kept = np.flatnonzero(sizes)
-    if not kept.size:
+    layout = _layout(tuple(np.asarray(sizes, dtype=np.intp).tolist()), threads)
+    out = np.full((len(layout.sizes), _width(needs)), np.nan)
+    if not layout.kept.size:
         return out
-    counts = sizes[kept].astype(np.float64)
-    starts = (np.cumsum(sizes) - sizes)[kept]
     update = before if needs.update else None
-    threads = threads and flat.size >= _THREADED
-    pieces = max(_pieces() if threads else 1, -(-flat.size // _BLOCK))
-    cuts = np.linspace(0, flat.size, pieces + 1).astype(np.intp)
-    jobs = [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True) if hi > lo]
-    if len(jobs) > 1 and threads:
-        parts = list(_threads().map(lambda job: _piece(flat, update, starts, needs, *job), jobs))
+    if len(layout.jobs) > 1 and layout.threaded:
+        parts = list(_threads().map(lambda job: _piece(flat, update, needs, job), layout.jobs))
     else:
-        parts = [_piece(flat, update, starts, needs, *job) for job in jobs]
-    total = np.zeros((len(kept), _PARTS + len(needs.ranges) + 3))
-    total[:, 0], total[:, 1] = -np.inf, np.inf
-    with np.errstate(invalid="ignore"):  # Inf + -Inf: NaN, as the sum of the whole would be
-        for first, part in parts:
-            rows = total[first : first + len(part)]
-            rows[:, 0] = np.fmax(rows[:, 0], part[:, 0])  # an all-NaN piece leaves the others' extremes
-            rows[:, 1] = np.fmin(rows[:, 1], part[:, 1])
-            rows[:, 2:] += part[:, 2:]
+        parts = [_piece(flat, update, needs, job) for job in layout.jobs]
+    if len(parts) == 1:
+        total = parts[0][1]
+    else:
+        total = np.zeros((len(layout.kept), _PARTS + len(needs.ranges) + 3))
+        total[:, 0], total[:, 1] = -np.inf, np.inf
+        with np.errstate(invalid="ignore"):  # Inf + -Inf: NaN, as the sum of the whole would be
+            for first, part in parts:
+                rows = total[first : first + len(part)]
+                rows[:, 0] = np.fmax(rows[:, 0], part[:, 0])  # an all-NaN piece leaves the others' extremes
+                rows[:, 1] = np.fmin(rows[:, 1], part[:, 1])
+                rows[:, 2:] += part[:, 2:]
+    counts = layout.counts
+    rows = np.empty((len(layout.kept), out.shape[1]))
     all_nan = total[:, 7] == counts
-    rows = out[kept]
-    rows[:, 0] = np.where(all_nan, np.nan, total[:, 0])  # as numpy's fmax of only NaN
-    rows[:, 1] = np.where(all_nan, np.nan, total[:, 1])
-    rows[:, 2] = total[:, 2] / counts
-    rows[:, 3] = total[:, 3] / counts
+    rows[:, :2] = total[:, :2]
+    rows[all_nan, :2] = np.nan  # as numpy's fmax of only NaN
+    rows[:, 2:4] = total[:, 2:4] / counts[:, None]
     rows[:, 4] = np.sqrt(total[:, 4])
     rows[:, 5] = total[:, 5] / counts
     rows[:, 6] = total[:, 6]
     rows[:, len(STATS) : len(STATS) + len(needs.ranges)] = (
         total[:, _PARTS : _PARTS + len(needs.ranges)] / counts[:, None]
     )
-    if update is not None:
+    if needs.update:
         rows[:, -3:] = total[:, -3:] / counts[:, None]
-    out[kept] = rows
+        rows[layout.ends > (0 if update is None else len(update)), -3:] = np.nan  # no copy
+    out[layout.kept] = rows
     return out
+
+
+class _Layout:
+    """Where the tensors of one layout (their sizes, in order) lie in the buffer, and the pieces
+    it is read in: worked out once, used every step (:func:`packed_rows`)."""
+
+    def __init__(self, sizes: tuple[int, ...], threaded: bool, block: int, pieces: int) -> None:
+        self.sizes = np.array(sizes, dtype=np.intp)
+        self.kept = np.flatnonzero(self.sizes)
+        self.counts = self.sizes[self.kept].astype(np.float64)
+        starts = (np.cumsum(self.sizes) - self.sizes)[self.kept]
+        self.ends = starts + self.sizes[self.kept]
+        total = int(self.sizes.sum())
+        self.threaded = threaded
+        pieces = max(pieces, -(-total // block))
+        cuts = np.linspace(0, total, pieces + 1).astype(np.intp)
+        #: per piece: its values lo:hi, the index of its first tensor, where each of its tensors starts in it
+        self.jobs: list[tuple[int, int, int, np.ndarray]] = []
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            if hi > lo:
+                first = int(np.searchsorted(starts, lo, side="right")) - 1
+                last = int(np.searchsorted(starts, hi, side="left"))
+                self.jobs.append((lo, hi, first, np.maximum(starts[first:last], lo) - lo))
+
+
+def _layout(sizes: tuple[int, ...], threads: bool) -> _Layout:
+    threaded = threads and sum(sizes) >= _THREADED
+    return _cached_layout(sizes, threaded, _BLOCK, _pieces() if threaded else 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_layout(sizes: tuple[int, ...], threaded: bool, block: int, pieces: int) -> _Layout:
+    return _Layout(sizes, threaded, block, pieces)
 
 
 #: The columns of a piece before the ranges: max, min, sum, sum |x|, sum x*x, zeros, NaN/Inf, NaN.
 _PARTS = 8
 
 
-def _piece(flat: np.ndarray, before: np.ndarray | None, starts: np.ndarray, needs: Needs, lo: int,
-           hi: int) -> tuple[int, np.ndarray]:  # fmt: skip
-    """The sums, extremes and counts of the values ``lo:hi`` of ``flat``, per tensor (laid from
-    ``starts``) that has values there: the index of the first such tensor, and a row each."""
-    first = int(np.searchsorted(starts, lo, side="right")) - 1
-    last = int(np.searchsorted(starts, hi, side="left"))
-    local = np.maximum(starts[first:last], lo) - lo
+def _piece(flat: np.ndarray, before: np.ndarray | None, needs: Needs,
+           job: tuple[int, int, int, np.ndarray]) -> tuple[int, np.ndarray]:  # fmt: skip
+    """The sums, extremes and counts of the values ``lo:hi`` of ``flat``, per tensor that has
+    values there (``local``: where each starts in the piece): the index of the first such tensor,
+    and a row each."""
+    lo, hi, first, local = job
     x = flat[lo:hi]
     buffer = np.empty_like(x)
     part = np.zeros((len(local), _PARTS + len(needs.ranges) + 3))
@@ -322,17 +352,20 @@ def _fill_piece(part: np.ndarray, x: np.ndarray, buffer: np.ndarray, local: np.n
     part[:, 3] = np.add.reduceat(np.abs(x, out=buffer), local)
     part[:, 4] = squares
     part[:, 5] = _counts(x == 0, local)
-    ends = np.append(local[1:], len(x))
-    for j in np.flatnonzero(~np.isfinite(squares)):  # a NaN or Inf there (or squares past float32)
-        values = x[local[j] : ends[j]]
-        part[j, 6] = len(values) - np.count_nonzero(np.isfinite(values))
-        part[j, 7] = np.count_nonzero(np.isnan(values))
+    if not np.isfinite(squares.sum()):  # a NaN or Inf somewhere (or squares past float32)
+        ends = np.append(local[1:], len(x))
+        for j in np.flatnonzero(~np.isfinite(squares)):
+            values = x[local[j] : ends[j]]
+            part[j, 6] = len(values) - np.count_nonzero(np.isfinite(values))
+            part[j, 7] = np.count_nonzero(np.isnan(values))
     for k, (low, high) in enumerate(needs.ranges):
         part[:, _PARTS + k] = _counts((x >= low) & (x <= high), local)
-    if b is not None:
-        part[:, -3] = np.add.reduceat(np.abs(np.subtract(x, b, out=buffer), out=buffer), local)
-        part[:, -2] = np.add.reduceat(np.abs(b, out=buffer), local)
-        part[:, -1] = _counts(b == 0, local)
+    if b is not None and len(b):  # the copies cover the tensors that start before its end
+        covered = int(np.searchsorted(local, len(b), side="left"))
+        xb, into, at = x[: len(b)], buffer[: len(b)], local[:covered]
+        part[:covered, -3] = np.add.reduceat(np.abs(np.subtract(xb, b, out=into), out=into), at)
+        part[:covered, -2] = np.add.reduceat(np.abs(b, out=into), at)
+        part[:covered, -1] = _counts(b == 0, at)
 
 
 def _counts(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -530,6 +563,7 @@ class Tracker:
         self._nets = [_Net(net) for net in targets.nets]
         self._optimizers: dict[int, list[str]] = {}
         self._graph_steps: dict[int, WatchedStep] = {}
+        self._readers: dict[int, _HostStep | None] = {}  # id of a training step -> how its wrapper is read
         self._graph_rows: tuple[list[tuple[str, str]], np.ndarray] | None = None
         self._calls: dict[str, int] = {}
         self._patches = Patches()
@@ -693,11 +727,11 @@ class Tracker:
     def _copy_missing(self) -> None:
         """Copies of the watched weights that have none this step (all at its start; those of an
         optimizer first called in it, before it updates them)."""
+        if not (self._watched_now and self.needs.update) or (self._graph_steps and graph_mode()):
+            return  # a GRAPH step copies as it starts (inside its graph on a device)
         missing = [name for name in self.weights if name not in self.prevs]
-        if not (self._watched_now and self.needs.update and missing):
+        if not missing:
             return
-        if self._graph_steps and graph_mode() and not any(w.host for w in self._graph_steps.values()):
-            return  # on a device the step copies inside its graph
         self.busy = True
         try:
             self.prevs.update(zip(missing, copies([self.weights[n] for n in missing], self._views.flat), strict=True))
@@ -818,25 +852,74 @@ class Tracker:
         if wrapper is None or wrapper.names != names or wrapper.host != host:
             wrapper = WatchedStep(cell, [self.weights[n] for n in names], self.needs, host)
             self._graph_steps[id(cell)] = wrapper
+            self._readers[id(cell)] = _HostStep(wrapper, self.needs) if host else None
+        reader = self._readers[id(cell)]
+        weights = [self._views.flat(self.weights[n]) for n in names] if host else []
+        if reader is not None and self.needs.update:
+            reader.copy(weights)  # the step's copies, as it starts
         loss, *out = wrapper(*args)
         grads = self._optimizers[id(cell.optimizer)]
         for name, parameter in zip(grads, cell.weights, strict=False):
             self.grads[name] = parameter  # for its shape and dtype: the gradient itself stays in the graph
-        if host:  # the weights read where they are, the small gradients laid end to end, the large in place
-            names = [n for n in names if n in self.prevs] + [n for n in names if n not in self.prevs]
-            weights = _host_rows([self.weights[n] for n in names], [self.prevs[n] for n in names if n in self.prevs],
-                                 [], self.needs, self._views.flat)  # fmt: skip
-            small, large = out
-            gradients = np.full((len(grads), _width(self.needs)), np.nan)
-            if wrapper.small:
-                gradients[wrapper.small] = packed_rows(small.asnumpy(), wrapper.grad_sizes[wrapper.small], self.needs)
-            if wrapper.large:
-                gradients[wrapper.large] = _host_rows([], [], list(large), self.needs)
-            matrix = np.concatenate([weights, gradients])
+        if reader is not None:  # the weights read where they are (their views again: the first run may move them)
+            matrix = reader.rows([self._views.flat(self.weights[n]) for n in names], *out)
         else:
             matrix = _finish(out[0].asnumpy(), len(names) if self.needs.update else 0, self.needs)
         self._graph_rows = ([("weight", n) for n in names] + [("grad", n) for n in grads], matrix)
         return loss
+
+
+class _HostStep:
+    """Where the device is the host, how a :class:`WatchedStep`'s tensors are read each step: its
+    small weights laid end to end as the step starts (their copies, for the change) and again
+    after it, its small gradients (laid by its graph) after them in the same buffer, all read by
+    one :func:`packed_rows`; the large weights and gradients where they are, on threads
+    (:func:`_host_rows`). Rows: the weights in the wrapper's order, then the gradients in the
+    optimizer's."""
+
+    def __init__(self, wrapper: Any, needs: Needs) -> None:
+        sizes = [_size(w) for w in wrapper.watched]
+        self.needs = needs
+        self.small = [i for i, size in enumerate(sizes) if size < _LAID]
+        self.large = [i for i, size in enumerate(sizes) if size >= _LAID]
+        self.count = len(sizes)
+        self.grads = len(wrapper.grad_sizes)
+        self.small_grads, self.large_grads = wrapper.small, wrapper.large
+        self.sizes = np.array([sizes[i] for i in self.small] + list(wrapper.grad_sizes[wrapper.small]), np.intp)
+        self.split = sum(sizes[i] for i in self.small)  # where the gradients start in the buffer
+        dtype = np.result_type(np.float32, *(_NUMPY.get(str(wrapper.watched[i].dtype), np.float32) for i in self.small))
+        self.laid = np.empty(int(self.sizes.sum()), dtype)
+        self.before = np.empty(self.split, dtype) if needs.update else None
+        self.large_before: list[np.ndarray] = []
+
+    def copy(self, weights: list[np.ndarray]) -> None:
+        """Copies of the weights (their flat views, in the wrapper's order) before the step."""
+        if self.small:
+            np.concatenate([weights[i] for i in self.small], out=self.before)
+        self.large_before = [np.array(weights[i], copy=True) for i in self.large]
+
+    def rows(self, weights: list[np.ndarray], small: Any, large: tuple) -> np.ndarray:
+        """The statistics after the step: ``weights`` as in :meth:`copy`, ``small`` the laid
+        gradients the graph returned and ``large`` the others."""
+        out = np.empty((self.count + self.grads, _width(self.needs)))
+        if len(self.sizes):
+            if self.small:
+                np.concatenate([weights[i] for i in self.small], out=self.laid[: self.split])
+            if self.small_grads:
+                self.laid[self.split :] = small.asnumpy()
+            rows = packed_rows(self.laid, self.sizes, self.needs, self.before)
+            out[self.small] = rows[: len(self.small)]
+            out[[self.count + i for i in self.small_grads]] = rows[len(self.small) :]
+        if self.large or self.large_grads:
+            copies = self.large_before if self.needs.update else []
+            rows = _host_rows([weights[i] for i in self.large], copies, list(large), self.needs)
+            out[self.large] = rows[: len(self.large)]
+            out[[self.count + i for i in self.large_grads]] = rows[len(self.large) :]
+        return out
+
+
+#: MindSpore's float dtypes as numpy's (bfloat16, which numpy lacks, is read as float32)
+_NUMPY = {"Float16": np.float16, "Float32": np.float32, "Float64": np.float64}
 
 
 def _step_count(optimizer: Any) -> int | None:
