@@ -452,6 +452,9 @@ class Evaluator:
         self._ratios = any(c.name in ("change_too_large", "change_too_small") for c in self.conditions)
         #: the tensors of the last step, and per condition the rows it applies to (and has not tripped on)
         self._plan: tuple[list[Watched], list[np.ndarray]] = ([], [])
+        self._weights = 0  # how many of them are weights
+        #: per update-ratio condition: its rows, how many weights started at zeros, which rows it judges
+        self._own: dict[Condition, tuple[np.ndarray, int, np.ndarray]] = {}
 
     def unmatched(self, watched: list[Watched], kinds_known: set[str]) -> list[str]:
         """One line per condition whose pattern matches no tensor of its kind, among the kinds
@@ -481,10 +484,11 @@ class Evaluator:
         holds there. ``values``: a row per tensor of ``watched`` and a column per
         :attr:`columns`, or a mapping of rows as :meth:`matrix` takes."""
         matrix = self.matrix(watched, values) if isinstance(values, Mapping) else values
+        plan = self._rows(watched)
         if self._ratios:
             self._judge_starts(watched, matrix)
         trips = []
-        for condition, rows in zip(self.conditions, self._rows(watched), strict=True):
+        for condition, rows in zip(self.conditions, plan, strict=True):
             if len(rows):
                 trips += self._check(condition, watched, matrix, rows, step)
         self._first = False
@@ -499,13 +503,15 @@ class Evaluator:
                               and (condition, item.kind, item.name) not in self._tripped], dtype=np.intp)
                     for condition in self.conditions]  # fmt: skip
             self._plan = (list(watched), plan)
+            self._weights = sum(1 for w in watched if w.kind == "weight")
+            self._own = {}
         return plan
 
     def _judge_starts(self, watched: list[Watched], matrix: np.ndarray) -> None:
         """Note the weights that were all zeros at their first step with a copy (skipped by the
         ratio conditions: see the module's note)."""
         zeros = self._column.get("prev_zero_share")
-        if zeros is None or len(self._judged) >= sum(1 for w in watched if w.kind == "weight"):
+        if zeros is None or len(self._judged) >= self._weights:
             return
         for i, item in enumerate(watched):
             if item.kind == "weight" and item.name not in self._judged and matrix[i, zeros] == matrix[i, zeros]:
@@ -560,8 +566,7 @@ class Evaluator:
             before, update = column("prev_abs_mean"), column("update_abs_mean")
             # all zeros before, or at the start, or no optimizer's: no relative change (see the
             # module's note); NaN compares false
-            own = np.array([watched[i].trained and watched[i].name not in self._started_at_zero
-                            and (len(watched[i].shape) >= 2 or not condition.recommended) for i in rows], bool)  # fmt: skip
+            own = self._ratio_rows(condition, watched, rows)
             defined = ~(column("prev_zero_share") >= 1.0) & (before > 0) & own
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(defined, (update - condition.get("epsilon")) / before, np.nan)
@@ -578,6 +583,17 @@ class Evaluator:
             thresholds = {key: t for (_, key, _, t), h in zip(tests, held, strict=True) if h[j]}
             trips.append(self._trip(condition, watched[rows[j]], step, values, thresholds))
         return trips
+
+    def _ratio_rows(self, condition: Condition, watched: list[Watched], rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` an update-ratio condition judges (see the module's note): worked out
+        again only when the tensors, or the weights known to start at zeros, change."""
+        known = self._own.get(condition)
+        if known is not None and known[0] is rows and known[1] == len(self._started_at_zero):
+            return known[2]
+        own = np.array([watched[i].trained and watched[i].name not in self._started_at_zero
+                        and (len(watched[i].shape) >= 2 or not condition.recommended) for i in rows], bool)  # fmt: skip
+        self._own[condition] = (rows, len(self._started_at_zero), own)
+        return own
 
     def _not_changed(self, condition: Condition, watched: list[Watched], part: np.ndarray, rows: np.ndarray,
                      step: int) -> list[Trip]:  # fmt: skip

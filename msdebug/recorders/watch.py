@@ -109,6 +109,7 @@ class WatchSession:
         self._tracker: Any = None
         self._unseen: set[str] = set()  # the kinds of tensor said to be not watched (notes)
         self._loss: Watched | None = None
+        self._described: list[Watched] | None = None  # the tracker's list of the last watched step
 
     # ---- lifecycle
     def __enter__(self) -> WatchSession:
@@ -226,14 +227,17 @@ class WatchSession:
         trips: list[Trip] = []
         if watched_now:
             watched, matrix = self._tracker.collect()
+            if watched is not self._described:  # the tracker hands the same list while the tensors stay
+                self._described = watched
+                for item in watched:
+                    self.history.add(item)
+                self._check_patterns(self._tracker, acts_seen=any(w.kind == "act" for w in watched))
+                self._note_unseen(watched)
             value = loss_value(loss) if loss is not None else None
             if value is not None:
                 watched = [*watched, self._loss_item()]
                 matrix = np.concatenate([matrix, _loss_row(value, matrix.shape[1])])
-            for item in watched:
-                self.history.add(item)
-            self._check_patterns(self._tracker, acts_seen=any(w.kind == "act" for w in watched))
-            self._note_unseen(watched)
+                self.history.add(watched[-1])
             trips = self._record(number, watched, matrix, after=False)
         self.number += 1
         self._tracker.begin_step(self.watching)
