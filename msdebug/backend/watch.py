@@ -345,11 +345,14 @@ def _piece(flat: np.ndarray, before: np.ndarray | None, needs: Needs,
 
 def _fill_piece(part: np.ndarray, x: np.ndarray, buffer: np.ndarray, local: np.ndarray, needs: Needs,
                 b: np.ndarray | None) -> None:  # fmt: skip
-    squares = np.add.reduceat(np.multiply(x, x, out=buffer), local)
+    if len(local) == 1:  # one tensor (a large one's piece): BLAS's dot for the squares, no pass to square
+        squares = np.array([np.dot(x, x)])
+    else:
+        squares = np.add.reduceat(np.multiply(x, x, out=buffer), local)
     part[:, 0] = np.fmax.reduceat(x, local)
     part[:, 1] = np.fmin.reduceat(x, local)
-    part[:, 2] = np.add.reduceat(x, local)
-    part[:, 3] = np.add.reduceat(np.abs(x, out=buffer), local)
+    part[:, 2] = _sums(x, local)
+    part[:, 3] = _sums(np.abs(x, out=buffer), local)
     part[:, 4] = squares
     part[:, 5] = _counts(x == 0, local)
     if not np.isfinite(squares.sum()):  # a NaN or Inf somewhere (or squares past float32)
@@ -363,13 +366,23 @@ def _fill_piece(part: np.ndarray, x: np.ndarray, buffer: np.ndarray, local: np.n
     if b is not None and len(b):  # the copies cover the tensors that start before its end
         covered = int(np.searchsorted(local, len(b), side="left"))
         xb, into, at = x[: len(b)], buffer[: len(b)], local[:covered]
-        part[:covered, -3] = np.add.reduceat(np.abs(np.subtract(xb, b, out=into), out=into), at)
-        part[:covered, -2] = np.add.reduceat(np.abs(b, out=into), at)
+        part[:covered, -3] = _sums(np.abs(np.subtract(xb, b, out=into), out=into), at)
+        part[:covered, -2] = _sums(np.abs(b, out=into), at)
         part[:covered, -1] = _counts(b == 0, at)
+
+
+def _sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each segment's sum: one ``reduceat``, or for a single segment numpy's vectorised
+    ``einsum`` (about three times as fast as ``add.reduce`` on float32)."""
+    if len(starts) == 1:
+        return np.array([np.einsum("i->", values)])
+    return np.add.reduceat(values, starts)
 
 
 def _counts(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """How many of each segment's values ``mask`` holds (no second pass when none anywhere)."""
+    if len(starts) == 1:
+        return np.array([float(np.count_nonzero(mask))])
     if not mask.any():
         return np.zeros(len(starts))
     return np.add.reduceat(mask, starts, dtype=np.intp).astype(np.float64)
