@@ -482,6 +482,34 @@ def test_a_graph_step_gives_numpys_statistics_and_follows_a_set_data_between_ste
         assert trip.values["abs_mean_update_ratio"] == pytest.approx(expected, rel=1e-5), name
 
 
+def test_a_second_watch_of_a_graph_step_keeps_its_compiled_graph_until_the_step_has_other_parts():
+    """Each watch of a GRAPH step would otherwise compile its watched graph again (a second here,
+    minutes for a large network): the step keeps it, and the next watch takes it while the step is
+    made of the same network, optimizer and weights. With another optimizer (learning rate 0, so
+    that nothing changes) the graph is made anew: a kept one would still train with the old."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_seed(0)
+    net = Classifier()
+    step = classifier_step(net)
+    x, y = images((16, 8)), labels(16)
+    made = []
+    for _ in range(2):
+        with msdebug.watch(stop=False, net=step) as w:
+            step(x, y)
+        made.append(vars(step)[backend._KEPT])
+    nothing_left()
+    assert made[0] is made[1]
+    after = values(net)
+    for name in after:  # the kept graph's statistics are still those of the tensors
+        np.testing.assert_allclose(w.history.stats(name, "weight")[0], numpy_stats(after[name]), rtol=2e-6, atol=1e-7)
+    step.optimizer = nn.SGD(net.trainable_params(), learning_rate=0.0)
+    with msdebug.watch("weights:*:not_changed", stop=False) as w:
+        step(x, y)
+    assert vars(step)[backend._KEPT] is not made[1]
+    assert {t.name for t in w.history.trips} == set(after)  # the new optimizer's step: nothing changed
+    assert all((values(net)[name] == value).all() for name, value in after.items())
+
+
 def test_on_the_host_a_parameter_and_an_op_output_are_read_in_place_not_copied():
     parameter = ms.Parameter(ms.Tensor(np.ones(1000, np.float32)), name="in_place")
     output = ms.ops.exp(ms.Tensor(np.zeros(1000, np.float32)))

@@ -863,7 +863,7 @@ class Tracker:
         names = list(self.weights)
         host = on_host()
         if wrapper is None or wrapper.names != names or wrapper.host != host:
-            wrapper = WatchedStep(cell, [self.weights[n] for n in names], self.needs, host)
+            wrapper = _wrapper_for(cell, [self.weights[n] for n in names], self.needs, host)
             self._graph_steps[id(cell)] = wrapper
             self._readers[id(cell)] = _HostStep(wrapper, self.needs) if host else None
         reader = self._readers[id(cell)]
@@ -880,6 +880,26 @@ class Tracker:
             matrix = _finish(out[0].asnumpy(), len(names) if self.needs.update else 0, self.needs)
         self._graph_rows = ([("weight", n) for n in names] + [("grad", n) for n in grads], matrix)
         return loss
+
+
+#: The attribute of a training step that keeps its :class:`WatchedStep` from one watch to the next
+#: (a new one compiles its graph again: seconds). The wrapper refers to the step, so the two are a
+#: cycle the garbage collector frees with the step; the step itself is not changed.
+_KEPT = "_msdebug_watched_step"
+
+
+def _wrapper_for(cell: Any, weights: list, needs: Needs, host: bool) -> Any:
+    """The :class:`WatchedStep` of ``cell`` for these weights and needs: the one an earlier watch
+    made when it was made of the same parts, else a new one (kept for the next watch)."""
+    made = (cell.network, cell.optimizer, cell.grad_reducer, cell.sens, *weights, None, *cell.weights)
+    kept = vars(cell).get(_KEPT)
+    if (kept is not None and kept.host == host and kept.update == needs.update and kept.ranges == needs.ranges
+            and len(kept.made) == len(made) and all(a is b for a, b in zip(kept.made, made, strict=True))):  # fmt: skip
+        return kept
+    wrapper = WatchedStep(cell, weights, needs, host)
+    object.__setattr__(wrapper, "made", made)  # not Cell.__setattr__: they are not the wrapper's own cells
+    object.__setattr__(cell, _KEPT, wrapper)
+    return wrapper
 
 
 class _HostStep:
