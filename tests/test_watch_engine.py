@@ -348,6 +348,8 @@ def test_model_train_with_the_callback_stops_at_the_tripping_step():
     assert w.history.first_trip.step == 0 and w.history.stopped
     assert len(log.losses) == 1  # Model stopped after step 0
     assert w.history.stats("loss")[0][2] == pytest.approx(log.losses[0])
+    with pytest.raises(InvalidValueError, match="this watch is not running; pass w.callback"):
+        model.train(1, data, callbacks=[w.callback()])  # its with block has ended
 
 
 # --------------------------------------------------------------------------- Ctrl-C, bad input
@@ -508,6 +510,26 @@ def test_a_second_watch_of_a_graph_step_keeps_its_compiled_graph_until_the_step_
     assert vars(step)[backend._KEPT] is not made[1]
     assert {t.name for t in w.history.trips} == set(after)  # the new optimizer's step: nothing changed
     assert all((values(net)[name] == value).all() for name, value in after.items())
+
+
+def test_an_ended_watch_holds_none_of_the_networks_it_watched():
+    """``msdebug.last_watch()`` keeps the last watch for its statistics; the training step it was
+    given, and its network, are let go when it ends (in PyNative nothing else of MindSpore's holds
+    them). Named with ``net=``: reading a function's locals (the namespace form) keeps them in the
+    frame's own snapshot for as long as the function runs, which no watch can undo."""
+    import gc
+    import weakref
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    net = Classifier()
+    step = classifier_step(net)
+    with msdebug.watch(stop=False, net=step):
+        step(images((16, 8)), labels(16))
+    gone = weakref.ref(step)
+    del step, net
+    gc.collect()
+    assert gone() is None
+    assert len(msdebug.last_watch()) > 0  # the statistics stay
 
 
 def test_on_the_host_a_parameter_and_an_op_output_are_read_in_place_not_copied():

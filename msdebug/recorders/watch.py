@@ -154,6 +154,8 @@ class WatchSession:
             if self._tracker is not None:
                 self._tracker.remove()
         finally:
+            # an ended watch (msdebug.last_watch() keeps it) holds none of the person's networks
+            self._tracker, self._namespace, self._net, self._optimizer = None, {}, None, None
             if self in _active:
                 _active.remove(self)
 
@@ -184,6 +186,10 @@ class WatchSession:
         self._end_step(loss if loss is not None else self._call_loss)
 
     def _callback_step(self, outputs: Any) -> bool:
+        if self._tracker is None:
+            raise InvalidValueError(
+                "this watch is not running; pass w.callback() to a Model.train inside its with block."
+            )
         try:
             self._end_step(outputs if outputs is not None else self._call_loss)
         except WatchStopped:
