@@ -926,10 +926,17 @@ class _HostStep:
         self.large_before: list[np.ndarray] = []
 
     def copy(self, weights: list[np.ndarray]) -> None:
-        """Copies of the weights (their flat views, in the wrapper's order) before the step."""
+        """Copies of the weights (their flat views, in the wrapper's order) before the step, into
+        buffers kept from step to step."""
         if self.small:
             np.concatenate([weights[i] for i in self.small], out=self.before)
-        self.large_before = [np.array(weights[i], copy=True) for i in self.large]
+        if len(self.large_before) != len(self.large) or any(
+            kept.shape != weights[i].shape or kept.dtype != weights[i].dtype
+            for kept, i in zip(self.large_before, self.large, strict=False)
+        ):
+            self.large_before = [np.empty_like(weights[i]) for i in self.large]
+        for kept, i in zip(self.large_before, self.large, strict=True):
+            np.copyto(kept, weights[i])
 
     def rows(self, weights: list[np.ndarray], small: Any, large: tuple) -> np.ndarray:
         """The statistics after the step: ``weights`` as in :meth:`copy`, ``small`` the laid
