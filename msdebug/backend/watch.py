@@ -883,8 +883,9 @@ class Tracker:
 
 
 #: The attribute of a training step that keeps its :class:`WatchedStep` from one watch to the next
-#: (a new one compiles its graph again: seconds). The wrapper refers to the step, so the two are a
-#: cycle the garbage collector frees with the step; the step itself is not changed.
+#: (a new one compiles its graph again: seconds). The wrapper refers to the step: a cycle, which
+#: holds the step no longer than the step holds itself (MindSpore 2.10 keeps a GRAPH-compiled Cell
+#: alive after ``del`` in any case). Nothing the step does changes.
 _KEPT = "_msdebug_watched_step"
 
 
