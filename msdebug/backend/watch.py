@@ -195,14 +195,12 @@ def _host_rows(weights: list, prevs: list, others: list, needs: Needs, read: Cal
     out = np.full((len(tensors), _width(needs)), np.nan)
     flats = [read(tensor) for tensor in tensors]
     befores = [read(prevs[i]) if i < len(prevs) else None for i in range(len(tensors))]
-    small = [i for i, flat in enumerate(flats) if flat.size < _LAID]
+    small, large = _split([flat.size for flat in flats])
     if small:
         laid = np.concatenate([flats[i] for i in small]) if len(small) > 1 else flats[small[0]]
-        before = None
-        if needs.update and any(befores[i] is not None for i in small):  # no copy: itself, then NaN
-            before = np.concatenate([flats[i] if befores[i] is None else befores[i] for i in small])
+        copied = [befores[i] for i in small if befores[i] is not None]  # the first ones: weights with a copy
+        before = (np.concatenate(copied) if len(copied) > 1 else copied[0]) if copied else None
         out[small] = packed_rows(laid, np.array([flats[i].size for i in small]), needs, before)
-    large = [i for i, flat in enumerate(flats) if flat.size >= _LAID]
 
     def fill(i: int) -> None:
         out[i] = packed_rows(flats[i], np.array([flats[i].size]), needs, befores[i], threads=len(large) == 1)[0]
@@ -211,9 +209,13 @@ def _host_rows(weights: list, prevs: list, others: list, needs: Needs, read: Cal
         list(_threads().map(fill, large))
     elif large:
         fill(large[0])
-    for i in range(len(prevs), len(tensors)):
-        out[i, len(STATS) + len(needs.ranges) :] = np.nan
     return out
+
+
+def _split(sizes: Any) -> tuple[list[int], list[int]]:
+    """The indices of the tensors under :data:`_LAID` values (laid end to end to be read), and of
+    the others (read where they are)."""
+    return [i for i, size in enumerate(sizes) if size < _LAID], [i for i, size in enumerate(sizes) if size >= _LAID]
 
 
 def _width(needs: Needs) -> int:
@@ -867,9 +869,8 @@ class Tracker:
             self._graph_steps[id(cell)] = wrapper
             self._readers[id(cell)] = _HostStep(wrapper, self.needs) if host else None
         reader = self._readers[id(cell)]
-        weights = [self._views.flat(self.weights[n]) for n in names] if host else []
-        if reader is not None and self.needs.update:
-            reader.copy(weights)  # the step's copies, as it starts
+        if reader is not None and self.needs.update:  # the step's copies, as it starts
+            reader.copy([self._views.flat(self.weights[n]) for n in names])
         loss, *out = wrapper(*args)
         grads = self._optimizers[id(cell.optimizer)]
         for name, parameter in zip(grads, cell.weights, strict=False):
@@ -914,8 +915,7 @@ class _HostStep:
     def __init__(self, wrapper: Any, needs: Needs) -> None:
         sizes = [_size(w) for w in wrapper.watched]
         self.needs = needs
-        self.small = [i for i, size in enumerate(sizes) if size < _LAID]
-        self.large = [i for i, size in enumerate(sizes) if size >= _LAID]
+        self.small, self.large = _split(sizes)
         self.count = len(sizes)
         self.grads = len(wrapper.grad_sizes)
         self.small_grads, self.large_grads = wrapper.small, wrapper.large
@@ -1039,8 +1039,7 @@ def _watched_step_class() -> type:
             self.ranges = needs.ranges
             self.grad_sizes = np.array([_size(w) for w in step.weights], dtype=np.intp)
             #: where the device is the host: the gradients laid end to end (a copy), and those read in place
-            self.small = [i for i, size in enumerate(self.grad_sizes) if size < _LAID]
-            self.large = [i for i, size in enumerate(self.grad_sizes) if size >= _LAID]
+            self.small, self.large = _split(self.grad_sizes)
 
         def construct(self, *inputs):
             step = self.step
