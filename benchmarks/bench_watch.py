@@ -136,7 +136,7 @@ def bench_floor(args) -> dict:
     net, step, x, y = _training("graph", args.width, args.batch)
     needs = Needs.of(parse_conditions(None))
     wrapper = backend.WatchedStep(step, list(step.weights), needs, True)
-    reader = backend._HostStep(wrapper, needs)
+    reader = backend._HostStep(wrapper, list(step.weights), needs)
     views = [p.asnumpy().reshape(-1) for p in wrapper.watched]  # CPU: views of the Parameters' memory
 
     def plain(count: int) -> None:

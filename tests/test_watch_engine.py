@@ -512,6 +512,175 @@ def test_a_second_watch_of_a_graph_step_keeps_its_compiled_graph_until_the_step_
     assert all((values(net)[name] == value).all() for name, value in after.items())
 
 
+class ClippedStep(nn.TrainOneStepCell):
+    """A training step of one's own, as real code writes them: the gradients clipped to a global
+    norm of 0.05 before the update, and the optimizer asked for its learning rate."""
+
+    def construct(self, *inputs):
+        loss = self.network(*inputs)
+        grads = self.grad_no_sens(self.network, self.weights)(*inputs)
+        grads = ms.ops.clip_by_global_norm(grads, 0.05)
+        return ms.ops.depend(loss, self.optimizer(grads)), self.optimizer.get_lr()
+
+
+class SkippingStep(nn.TrainOneStepCell):
+    """A step that updates only when told (as a loss scale skips an overflow)."""
+
+    def construct(self, x, y, update):
+        loss = self.network(x, y)
+        grads = self.grad_no_sens(self.network, self.weights)(x, y)
+        if update > 0:
+            loss = ms.ops.depend(loss, self.optimizer(grads))
+        return loss
+
+
+@pytest.mark.parametrize("where", ["host", "host-in-place", "device-kernels"])
+def test_a_graph_step_of_its_own_construct_gives_the_gradients_its_optimizer_is_given(monkeypatch, where):
+    """A subclass of TrainOneStepCell with a ``construct`` of its own runs as its twin, whose
+    optimizer keeps what it is given: the clipped gradients, not the network's. The statistics
+    against numpy's, the training the same as an unwatched twin's, the step's own optimizer left in
+    place, and the twin kept for the next watch. ``host-in-place``: the larger gradients kept one
+    by one; ``device-kernels``: the statistics computed inside the graph, as on a GPU or Ascend."""
+    if where == "host-in-place":
+        monkeypatch.setattr(backend, "_LAID", 100)
+    if where == "device-kernels":
+        monkeypatch.setenv("MSDEBUG_WATCH_DEVICE_KERNELS", "1")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    steps = []
+    for _ in range(2):
+        ms.set_seed(0)
+        net = Classifier()
+        steps.append((net, ClippedStep(nn.WithLossCell(net, loss_fn), nn.Momentum(net.trainable_params(), 0.1, 0.9))))
+    (net, step), (twin_net, twin_step) = steps
+    grad_fn = ms.grad(nn.WithLossCell(net, loss_fn), None, step.weights)
+    x, y = images((16, 8)), labels(16)
+    seen = []
+    for _ in range(2):
+        with msdebug.watch(stop=False, net=step) as w:
+            for _ in range(2):
+                ms.set_context(mode=ms.PYNATIVE_MODE)
+                grads = [g.asnumpy().copy() for g in ms.ops.clip_by_global_norm(grad_fn(x, y), 0.05)]
+                ms.set_context(mode=ms.GRAPH_MODE)
+                loss, lr = step(x, y)
+                seen.append((values(net), grads, w.history))
+        nothing_left()
+        assert type(step.optimizer) is nn.Momentum and float(lr) == pytest.approx(0.1)
+        assert vars(step)[backend._KEPT].recorder is not None
+    for _ in range(4):
+        twin_step(x, y)
+    assert all(
+        (p.asnumpy() == q.asnumpy()).all() for p, q in zip(net.get_parameters(), twin_net.get_parameters(), strict=True)
+    )
+    for number, (after, grads, history) in enumerate(seen):
+        at = number % 2
+        for p, grad in zip(step.weights, grads, strict=True):
+            np.testing.assert_allclose(history.stats(p.name, "weight")[at], numpy_stats(after[p.name]), rtol=2e-5,
+                                       atol=1e-7)  # fmt: skip
+            np.testing.assert_allclose(history.stats(p.name, "grad")[at], numpy_stats(grad), rtol=1e-4, atol=1e-7)
+    assert not any("not watched: the optimizer" in note for note in seen[-1][2].notes)
+
+
+def test_a_graph_step_that_skips_its_update_has_no_gradient_or_change_judged():
+    """A step whose ``construct`` did not call its optimizer (as a loss scale skips an overflow)
+    gives NaN for its gradients and its weights' change, and says so once: a "not changed" there
+    would be a confident answer about an update that never ran. Conditions that hold on any value
+    trip at the first step that updated."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_seed(0)
+    net = Classifier()
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    step = SkippingStep(nn.WithLossCell(net, loss_fn), nn.SGD(net.trainable_params(), 0.05))
+    x, y = images((16, 8)), labels(16)
+    conditions = ("weights:*:not_changed", "grads:*:vanishing(abs_mean_lt=1e30)")
+    with msdebug.watch(*conditions, stop=False, net=step) as w:
+        for update in (0, 0, 1, 0):
+            step(x, y, ms.Tensor(update, ms.int32))
+    nothing_left()
+    trips = {(t.kind, t.step) for t in w.history.trips}
+    assert trips == {("grad", 2)}, trips
+    assert len([t for t in w.history.trips if t.kind == "grad"]) == len(step.weights)
+    notes = " ".join(w.history.notes)
+    assert "did not call its optimizer in step 0" in notes and "not watched: the optimizer" not in notes
+    assert np.isnan(w.history.stats("fc1.weight", "grad")[[0, 1, 3]]).all()
+    assert np.isfinite(w.history.stats("fc1.weight", "weight")[[0, 1, 3]]).all()  # the weights still shown
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["one-step-for-both", "each-call-a-step"])
+def test_two_graph_steps_of_networks_with_the_same_names_are_each_watched_with_their_own_change(marked):
+    """Two networks of one class (their Parameters have the same names), each with its own GRAPH
+    training step, in one watch: as a GAN trains its two networks. Each step's graph reads the
+    weights it holds; with one ``msdebug.step`` for both, each network keeps the rows of its own
+    step (gradients, and a change): the first, frozen after one step, is "not changed" at once and
+    the second never. With each call a step, the network that did not train in it gets no change
+    to judge. Before, the second network's weights were read by the first's graph: a crash, or a
+    change of 0 that tripped."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    nets, steps = [], []
+    for lr in (0.05, 0.01):
+        ms.set_seed(0)
+        nets.append(Classifier())
+        steps.append(classifier_step(nets[-1], lr))
+    x, y = images((16, 8)), labels(16)
+    seen = []
+    with msdebug.watch("weights:*:not_changed", stop=False) as w:
+        for iteration in range(3):
+            if iteration == 1:  # the first network frozen from here on (its learning rate a Parameter its graph reads)
+                steps[0].optimizer.learning_rate.set_data(ms.Tensor(0.0, ms.float32))
+            for step in steps:
+                step(x, y)
+                if not marked:
+                    seen.append([values(net) for net in nets])
+            if marked:
+                msdebug.step()
+                seen.append([values(net) for net in nets])
+    nothing_left()
+    names = [p.name for p in nets[0].get_parameters()]
+    assert {(t.name, t.step) for t in w.history.trips} == {(name, 2) for name in names}
+    # Until the first msdebug.step, each call ends a step (the watch learns of the marks then):
+    # marked, steps 0 and 1 are the first iteration's two calls, and the two others one step each.
+    recorded = list(w.history.steps)
+    assert recorded == ([0, 1, 2, 3] if marked else list(range(6)))
+    checked = (
+        list(zip(recorded[-2:], seen[-2:], strict=True)) if marked else list(zip(recorded[1:], seen[1:], strict=True))
+    )
+    for number, after in checked:
+        for index in range(2):
+            for name in names:
+                key = name if index == 0 else f"{name}#2"
+                np.testing.assert_allclose(w.history.stats(key, "weight")[number], numpy_stats(after[index][name]),
+                                           rtol=2e-6, atol=1e-7)  # fmt: skip
+                grad = w.history.stats(key, "grad")[number]
+                trained = marked or number % 2 == index
+                assert np.isfinite(grad).all() if trained else np.isnan(grad).all(), (key, number)
+
+
+class PrivateStep(nn.TrainOneStepCell):
+    """A step that reads a private attribute of its optimizer, which the recorder does not hand on."""
+
+    def construct(self, *inputs):
+        loss = self.network(*inputs)
+        grads = self.grad_no_sens(self.network, self.optimizer._parameters)(*inputs)
+        return ms.ops.depend(loss, self.optimizer(grads))
+
+
+def test_a_graph_step_whose_twin_does_not_compile_trains_as_it_is_and_says_why():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_seed(0)
+    net = Classifier()
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    step = PrivateStep(nn.WithLossCell(net, loss_fn), nn.SGD(net.trainable_params(), 0.05))
+    before = values(net)
+    with msdebug.watch(stop=False, net=step) as w:
+        step(images((16, 8)), labels(16))
+    nothing_left()
+    assert any((values(net)[name] != value).any() for name, value in before.items())  # it trained
+    notes = " ".join(w.history.notes)
+    assert "gradients are not watched: the GRAPH training step could not be compiled" in notes, notes
+    assert "_parameters" in notes
+    assert {i.kind for i in w.history.watched} == {"weight", "loss"}
+
+
 def test_an_ended_watch_holds_none_of_the_networks_it_watched():
     """``msdebug.last_watch()`` keeps the last watch for its statistics; the training step it was
     given, and its network, are let go when it ends (in PyNative nothing else of MindSpore's holds

@@ -1,9 +1,10 @@
 """Generated trainings are the proof that ``%%mswatch`` gives right answers on ordinary code.
 
 Each training (hypothesis draws it) is a chain of Dense layers with ReLUs, in PyNative or GRAPH
-mode, trained with SGD, Momentum or Adam in one of MindSpore's three usual ways: an
-``nn.TrainOneStepCell``, ``value_and_grad`` and the optimizer called in a Python loop, or both
-inside one ``@ms.jit`` function. One fault may be injected at a drawn layer: frozen with
+mode, trained with SGD, Momentum or Adam in one of MindSpore's usual ways: an
+``nn.TrainOneStepCell``, a subclass of it with a ``construct`` of its own (the gradients
+clipped), ``value_and_grad`` and the optimizer called in a Python loop, or both inside one
+``@ms.jit`` function. One fault may be injected at a drawn layer: frozen with
 ``requires_grad=False``, frozen with a learning rate of 0 in a group of its own, or a ReLU made
 dead by a bias of -100 before it.
 
@@ -25,13 +26,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from mindspore import nn
+from mindspore import nn, ops
 
 import msdebug
 
 pytestmark = pytest.mark.usefixtures("restored_context")
 
-STYLES = ("step", "loop", "jit")
+STYLES = ("step", "subclass", "loop", "jit")
 
 
 class Chain(nn.Cell):
@@ -50,6 +51,17 @@ class Chain(nn.Cell):
         for layer in self.layers:
             x = layer(x)
         return x
+
+
+class ClippedStep(nn.TrainOneStepCell):
+    """A training step of one's own: its gradients clipped to a global norm no generated training
+    reaches, so that the expected gradients stay the network's."""
+
+    def construct(self, *inputs):
+        loss = self.network(*inputs)
+        grads = self.grad_no_sens(self.network, self.weights)(*inputs)
+        grads = ops.clip_by_global_norm(grads, 1e6)
+        return ops.depend(loss, self.optimizer(grads))
 
 
 @st.composite
@@ -89,8 +101,8 @@ def build(case):
             "adam": lambda: nn.Adam(params, 1e-3)}  # fmt: skip
     optimizer = make[case["optimizer"]]()
     with_loss = nn.WithLossCell(net, nn.MSELoss())
-    if case["style"] == "step":
-        train = nn.TrainOneStepCell(with_loss, optimizer)
+    if case["style"] in ("step", "subclass"):
+        train = (nn.TrainOneStepCell if case["style"] == "step" else ClippedStep)(with_loss, optimizer)
         return net, optimizer, train
     grad_fn = ms.value_and_grad(with_loss, None, optimizer.parameters)
     if case["style"] == "loop":

@@ -12,7 +12,8 @@
   ``nn.TrainOneStepCell``'s call is wrapped too: its end ends a step, with its output as the
   loss. In GRAPH mode a TrainOneStepCell runs as :class:`WatchedStep`, a Cell that does what its
   ``construct`` does and also returns the statistics (a device) or the gradients (the host), so
-  one graph run gives them; no dump. Inside ``@jit`` no call is seen: the namespace's optimizers
+  one graph run gives them; no dump. A training Cell with a ``construct`` of its own runs as
+  its twin, whose optimizer (:class:`RecordingOptimizer`) keeps what it is given. Inside ``@jit`` no call is seen: the namespace's optimizers
   whose call count moved in the step are watched.
 * :func:`watch_callback`: the ``Model.train`` callback.
 
@@ -577,9 +578,9 @@ class Tracker:
         self.notes: list[str] = []
         self._nets = [_Net(net) for net in targets.nets]
         self._optimizers: dict[int, list[str]] = {}
-        self._graph_steps: dict[int, WatchedStep] = {}
-        self._readers: dict[int, _HostStep | None] = {}  # id of a training step -> how its wrapper is read
-        self._graph_rows: tuple[list[tuple[str, str]], np.ndarray] | None = None
+        self._graph_steps: dict[int, _GraphPlan] = {}  # id of a training step -> how its GRAPH steps run
+        #: a GRAPH step's keys, rows and how many of them are its own (the others: weights it does not hold)
+        self._graph_rows: tuple[list[tuple[str, str]], np.ndarray, int] | None = None
         self._calls: dict[str, int] = {}
         self._patches = Patches()
         #: id of each sub-cell of a watched network -> (that cell, the network): the cell is held, so its id stays its own
@@ -591,6 +592,8 @@ class Tracker:
         self._described: dict[tuple[str, str], Watched] = {}
         self._last_described: tuple[list[tuple[str, str]], list[Watched]] = ([], [])
         self._views = _Views()
+        self._skipped = False  # a step that did not call its optimizer was noted
+        self._twin_error = ""  # why a training step's twin did not compile
         self._early: dict[int, tuple[Any, Any]] = {}  # id -> (a Parameter, its copy): see _copy_early
         self._counts: dict[int, tuple[Any, int | None]] = {}  # id -> (an optimizer, its global_step then)
         #: every parameter name of what was found, trained or not (a pattern is checked against these)
@@ -691,9 +694,12 @@ class Tracker:
             return "activations are not watched: the network has no sub-cells"
         if kind == "act":
             return "activations are not watched: the network ran inside a compiled function (@jit), where its Cells' calls are not seen"
+        if self._twin_error:
+            return ("gradients are not watched: the GRAPH training step could not be compiled with an optimizer "
+                    f"that records what it is given ({self._twin_error})")  # fmt: skip
         return ("gradients are not watched: the optimizer ran inside a compiled function (@jit, or a GRAPH step "
-                "other than a plain nn.TrainOneStepCell), where what it is given is not seen; call the optimizer "
-                "outside @jit, or train with nn.TrainOneStepCell, to watch them")  # fmt: skip
+                "whose optimizer is not an nn.Optimizer), where what it is given is not seen; call the optimizer "
+                "outside @jit, or train with an nn.TrainOneStepCell, to watch them")  # fmt: skip
 
     def cell_output(self, cell: Any, output: Any) -> None:
         """A sub-cell of a watched network returned ``output`` (its activation) in PyNative."""
@@ -784,7 +790,7 @@ class Tracker:
         :data:`STATS` and ``needs.extras``."""
         self._fall_back()
         if self._graph_rows is not None:
-            keys, matrix = self._graph_rows
+            keys, matrix, _ = self._graph_rows
             return self._describe(keys), matrix
         names = list(self.weights)
         with_prev = [n for n in names if n in self.prevs]
@@ -853,6 +859,8 @@ class Tracker:
         try:
             if self.session.watching and not kwargs and graph_mode() and _exact_step(cell):
                 output = self._graph_step(cell, args)
+            elif self.session.watching and not kwargs and graph_mode() and _recordable(cell):
+                output = self._recorded_step(original, cell, args)
             else:
                 output = original(cell, *args, **kwargs)
             done = True
@@ -861,26 +869,113 @@ class Tracker:
         return output
 
     def _graph_step(self, cell: Any, args: tuple) -> Any:
-        wrapper = self._graph_steps.get(id(cell))
-        names = list(self.weights)
-        host = on_host()
-        if wrapper is None or wrapper.names != names or wrapper.host != host:
-            wrapper = _wrapper_for(cell, [self.weights[n] for n in names], self.needs, host)
-            self._graph_steps[id(cell)] = wrapper
-            self._readers[id(cell)] = _HostStep(wrapper, self.needs) if host else None
-        reader = self._readers[id(cell)]
+        plan = self._graph_steps.get(id(cell))
+        if plan is None or plan.keys != list(self.weights) or plan.host != on_host():
+            plan = self._plan(cell, lambda weights, host: _wrapper_for(cell, weights, self.needs, host))
+        wrapper, reader, names = plan.step, plan.reader, plan.names
         if reader is not None and self.needs.update:  # the step's copies, as it starts
             reader.copy([self._views.flat(self.weights[n]) for n in names])
         loss, *out = wrapper(*args)
-        grads = self._optimizers[id(cell.optimizer)]
-        for name, parameter in zip(grads, cell.weights, strict=False):
-            self.grads[name] = parameter  # for its shape and dtype: the gradient itself stays in the graph
+        grads = self._step_grads(cell)
         if reader is not None:  # the weights read where they are (their views again: the first run may move them)
             matrix = reader.rows([self._views.flat(self.weights[n]) for n in names], *out)
         else:
             matrix = _finish(out[0].asnumpy(), len(names) if self.needs.update else 0, self.needs)
-        self._graph_rows = ([("weight", n) for n in names] + [("grad", n) for n in grads], matrix)
+        self._set_graph_rows(plan, grads, matrix)
         return loss
+
+    def _recorded_step(self, original: Callable, cell: Any, args: tuple) -> Any:
+        """A GRAPH step of another training Cell (a subclass of ``nn.TrainOneStepCell`` with its
+        own ``construct``, one that returns its gradients...): its twin runs, whose optimizer
+        keeps what it is given (:class:`RecordingOptimizer`). In a step whose ``construct`` did not
+        call the optimizer (an overflow a loss scale skips) the gradients and the weights' change
+        are NaN: an update that did not happen is not judged."""
+        plan = self._graph_steps.get(id(cell))
+        if plan is None or plan.keys != list(self.weights) or plan.host != on_host():
+            plan = self._plan(cell, lambda weights, host: _twin_for(cell, weights, self.needs, host, args))
+        twin, reader, names = plan.step, plan.reader, plan.names
+        recorder = twin.recorder
+        if recorder is None:  # its twin did not compile: the step runs as it is, its gradients unseen
+            self._twin_error = twin.error
+            return original(cell, *args)
+        calls = recorder.count()
+        if reader is not None and self.needs.update:
+            reader.copy([self._views.flat(self.weights[n]) for n in names])
+        output = original(twin.cell, *args)
+        ran = recorder.count() != calls
+        grads = self._step_grads(cell)
+        if reader is not None:
+            matrix = reader.rows([self._views.flat(self.weights[n]) for n in names], recorder.laid, recorder.kept)
+        elif ran:
+            matrix = _finish(recorder.stats.asnumpy(), len(names) if self.needs.update else 0, self.needs)
+        else:  # the recorder's statistics are an earlier step's
+            matrix = np.full((len(names) + len(grads), _width(self.needs)), np.nan)
+            matrix[: len(names)] = statistics([self.weights[n] for n in names], [], [], self.needs)
+        if not ran:  # no gradient, no update: NaN, which no condition holds on
+            matrix[len(names) :] = np.nan
+            matrix[: len(names), len(STATS) + len(self.needs.ranges) :] = np.nan
+            if not self._skipped:
+                self._skipped = True
+                self.notes.append(f"the training step did not call its optimizer in step {self.session.number} (a "
+                                  "loss scale skipping an overflow, for example): the gradients and the weights' "
+                                  "change of such a step are not judged")  # fmt: skip
+        self._set_graph_rows(plan, grads, matrix)
+        return output
+
+    def _plan(self, cell: Any, make: Callable[[list, bool], Any]) -> _GraphPlan:
+        """How ``cell``'s GRAPH steps are watched from now on: ``make(weights, host)`` gives the
+        graph that runs them (:class:`WatchedStep` or a :class:`_Twin`), for the watched weights
+        ``cell`` holds. Two networks with the same Parameter names can be watched at once, but not
+        read by one graph; a weight of another network is read on its own, with no change."""
+        keys, host = list(self.weights), on_host()
+        held = {id(p) for p in cell.get_parameters()}
+        names = [n for n in keys if id(self.weights[n]) in held]
+        weights = [self.weights[n] for n in names]
+        step = make(weights, host)
+        read = step.recorder if isinstance(step, _Twin) else step
+        reader = _HostStep(read, weights, self.needs) if host and read is not None else None
+        plan = _GraphPlan(keys, host, names, [n for n in keys if id(self.weights[n]) not in held], step, reader)
+        self._graph_steps[id(cell)] = plan
+        return plan
+
+    def _step_grads(self, cell: Any) -> list[str]:
+        """The names of the gradients ``cell``'s optimizer is given, noted as this step's."""
+        grads = self._optimizers[id(cell.optimizer)]
+        for name, parameter in zip(grads, cell.weights, strict=False):
+            self.grads[name] = parameter  # for its shape and dtype: the gradient itself stays in the graph
+        return grads
+
+    def _set_graph_rows(self, plan: _GraphPlan, grads: list[str], matrix: np.ndarray) -> None:
+        """This GRAPH step's rows: its own weights and gradients, then the other watched weights.
+        When another GRAPH step ran earlier in the same watched step (a GAN's two networks), its
+        own rows stay, in place of this step's reading of them."""
+        keys = [("weight", n) for n in plan.names] + [("grad", n) for n in grads]
+        own = len(keys)
+        if plan.others:  # watched, but not in this step's graph: read here, with no change
+            keys += [("weight", n) for n in plan.others]
+            others = statistics([self.weights[n] for n in plan.others], [], [], self.needs, self._views.flat)
+            matrix = np.concatenate([matrix, others])
+        if self._graph_rows is not None:
+            old_keys, old_matrix, old_own = self._graph_rows
+            mine = set(keys[:own])
+            kept = [i for i in range(old_own) if old_keys[i] not in mine]
+            superseded = {old_keys[i] for i in kept}
+            new = [i for i in range(len(keys)) if i < own or keys[i] not in superseded]
+            keys = [old_keys[i] for i in kept] + [keys[i] for i in new]
+            matrix = np.concatenate([old_matrix[kept], matrix[new]])
+            own += len(kept)
+        self._graph_rows = (keys, matrix, own)
+
+
+class _GraphPlan:
+    """A GRAPH training step as it is watched: for the watched weights ``keys`` (the step is
+    planned again when they change) and where the device is the host (``host``); the graph that
+    runs it (``step``) and how it is read (``reader``, on the host); the watched weights it holds
+    (``names``) and the others."""
+
+    def __init__(self, keys: list[str], host: bool, names: list[str], others: list[str], step: Any,
+                 reader: _HostStep | None) -> None:  # fmt: skip
+        self.keys, self.host, self.names, self.others, self.step, self.reader = keys, host, names, others, step, reader
 
 
 #: The attribute of a training step that keeps its :class:`WatchedStep` from one watch to the next
@@ -894,14 +989,57 @@ def _wrapper_for(cell: Any, weights: list, needs: Needs, host: bool) -> Any:
     """The :class:`WatchedStep` of ``cell`` for these weights and needs: the one an earlier watch
     made when it was made of the same parts, else a new one (kept for the next watch)."""
     made = (cell.network, cell.optimizer, cell.grad_reducer, cell.sens, *weights, None, *cell.weights)
-    kept = vars(cell).get(_KEPT)
-    if (kept is not None and kept.host == host and kept.update == needs.update and kept.ranges == needs.ranges
-            and len(kept.made) == len(made) and all(a is b for a, b in zip(kept.made, made, strict=True))):  # fmt: skip
+    kept = _kept(cell, made, needs, host)
+    if kept is not None:
         return kept
     wrapper = WatchedStep(cell, weights, needs, host)
     object.__setattr__(wrapper, "made", made)  # not Cell.__setattr__: they are not the wrapper's own cells
     object.__setattr__(cell, _KEPT, wrapper)
     return wrapper
+
+
+def _kept(cell: Any, made: tuple, needs: Needs, host: bool) -> Any:
+    """What an earlier watch kept on ``cell`` (:data:`_KEPT`) if it was made of the same parts
+    (``made``, compared by identity) for the same needs; else None."""
+    kept = vars(cell).get(_KEPT)
+    if (kept is not None and kept.host == host and kept.update == needs.update and kept.ranges == needs.ranges
+            and len(kept.made) == len(made) and all(a is b for a, b in zip(kept.made, made, strict=True))):  # fmt: skip
+        return kept
+    return None
+
+
+class _Twin:
+    """A training Cell's twin: the same Cell with a :class:`RecordingOptimizer` for its optimizer
+    (``recorder``; None when the twin did not compile, then the Cell runs as it is)."""
+
+    def __init__(self, cell: Any, recorder: Any, needs: Needs, host: bool, made: tuple, error: str = "") -> None:
+        self.cell, self.recorder, self.made, self.error = cell, recorder, made, error
+        self.host, self.update, self.ranges = host, needs.update, needs.ranges
+
+
+def _twin_for(cell: Any, weights: list, needs: Needs, host: bool, args: tuple) -> _Twin:
+    """The twin of ``cell`` (kept for the next watch, like :func:`_wrapper_for`'s wrapper),
+    compiled for ``args``. ``cell`` itself is not changed: the twin has its own attribute
+    dictionaries, sharing every value (the networks, the Parameters) but the optimizer."""
+    import copy
+
+    made = (*cell._cells.values(), None, *weights, None, *cell.weights)
+    kept = _kept(cell, made, needs, host)
+    if kept is not None:
+        return kept
+    twin = copy.copy(cell)  # Cell's __setstate__ hands the twin the cell's own __dict__: replaced below
+    own = {k: copy.copy(v) if isinstance(v, (dict, list, set)) else v for k, v in vars(cell).items() if k != _KEPT}
+    object.__setattr__(twin, "__dict__", own)
+    recorder, error = None, ""
+    try:
+        recorder = RecordingOptimizer(cell.optimizer, weights, needs, host)
+        twin._cells["optimizer"] = recorder  # not setattr: a Cell with auto_prefix would rename its Parameters
+        twin.compile(*args)
+    except Exception as e:  # noqa: BLE001 - whatever the twin's graph refused, the cell itself runs as it is
+        recorder, error = None, _first_line(e)
+    kept = _Twin(twin, recorder, needs, host, made, error)
+    object.__setattr__(cell, _KEPT, kept)
+    return kept
 
 
 class _HostStep:
@@ -912,8 +1050,8 @@ class _HostStep:
     (:func:`_host_rows`). Rows: the weights in the wrapper's order, then the gradients in the
     optimizer's."""
 
-    def __init__(self, wrapper: Any, needs: Needs) -> None:
-        sizes = [_size(w) for w in wrapper.watched]
+    def __init__(self, wrapper: Any, weights: list, needs: Needs) -> None:
+        sizes = [_size(w) for w in weights]
         self.needs = needs
         self.small, self.large = _split(sizes)
         self.count = len(sizes)
@@ -921,7 +1059,7 @@ class _HostStep:
         self.small_grads, self.large_grads = wrapper.small, wrapper.large
         self.sizes = np.array([sizes[i] for i in self.small] + list(wrapper.grad_sizes[wrapper.small]), np.intp)
         self.split = sum(sizes[i] for i in self.small)  # where the gradients start in the buffer
-        dtype = np.result_type(np.float32, *(_NUMPY.get(str(wrapper.watched[i].dtype), np.float32) for i in self.small))
+        dtype = np.result_type(np.float32, *(_NUMPY.get(str(weights[i].dtype), np.float32) for i in self.small))
         self.laid = np.empty(int(self.sizes.sum()), dtype)
         self.before = np.empty(self.split, dtype) if needs.update else None
         self.large_before: list[np.ndarray] = []
@@ -961,6 +1099,21 @@ class _HostStep:
 
 #: MindSpore's float dtypes as numpy's (bfloat16, which numpy lacks, is read as float32)
 _NUMPY = {"Float16": np.float16, "Float32": np.float32, "Float64": np.float64}
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message that says something (MindSpore's start with a rule)."""
+    for line in str(error).splitlines():
+        if line.strip() and not set(line.strip()) <= set("-="):
+            return line.strip()[:200]
+    return type(error).__name__
+
+
+def _recordable(cell: Any) -> bool:
+    """A training Cell whose optimizer is a MindSpore ``nn.Optimizer`` (what its twin records)."""
+    from mindspore import nn
+
+    return isinstance(cell._cells.get("optimizer"), nn.Optimizer)
 
 
 def _step_count(optimizer: Any) -> int | None:
@@ -1034,7 +1187,6 @@ def _watched_step_class() -> type:
             self.host = host
             self.step = step
             self.watched = ParameterTuple(weights)
-            self.names = [w.name for w in weights]
             self.update = needs.update
             self.ranges = needs.ranges
             self.grad_sizes = np.array([_size(w) for w in step.weights], dtype=np.intp)
@@ -1066,6 +1218,92 @@ def _watched_step_class() -> type:
             return loss, ops.zeros((0,), mstype.float32), tuple(large)
 
     return _WatchedStep
+
+
+def _recording_class() -> type:
+    """:class:`RecordingOptimizer`, made on first use (it derives from ``nn.Cell``)."""
+    from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
+    from mindspore import dtype as mstype
+
+    rows, copy, laid = _kernels()
+
+    class _RecordingOptimizer(nn.Cell):
+        def __init__(self, optimizer: Any, weights: list, needs: Needs, host: bool) -> None:
+            super().__init__(auto_prefix=False)
+            # read inside the graph on a device (set before the optimizer, whose Parameters they are too)
+            self.watched = () if host else ParameterTuple(weights)
+            self.optimizer = optimizer
+            self.host = host
+            self.update = needs.update
+            self.ranges = needs.ranges
+            parameters = list(optimizer.parameters)
+            self.grad_sizes = np.array([_size(p) for p in parameters], dtype=np.intp)
+            self.small, self.large = _split(self.grad_sizes)
+            self.calls = Parameter(Tensor(np.zeros((), np.int32)), name="msdebug_watch.calls", requires_grad=False)
+            if host:  # the gradients kept for numpy: the small ones laid end to end, each large one as it is
+                size = max(int(self.grad_sizes[self.small].sum()), 1)
+                self.laid = Parameter(
+                    Tensor(np.zeros(size, np.float32)), name="msdebug_watch.laid", requires_grad=False
+                )
+                self.kept = ParameterTuple([Parameter(Tensor(np.zeros(parameters[i].shape, np.float32)),
+                                                      name=f"msdebug_watch.grad{i}", requires_grad=False)
+                                            for i in self.large])  # fmt: skip
+            else:  # the statistics, computed where the tensors are: one small matrix
+                width = len(STATS) + len(needs.ranges) + (3 if needs.update else 0)
+                shape = (len(weights) + len(parameters), width)
+                self.stats = Parameter(
+                    Tensor(np.zeros(shape, np.float32)), name="msdebug_watch.stats", requires_grad=False
+                )
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                if name.startswith("_") or "optimizer" not in self._cells:
+                    raise
+                return getattr(self._cells["optimizer"], name)  # what the step asks of its optimizer (its lr...)
+
+        def count(self) -> int:
+            """How many times the optimizer was called through this recorder."""
+            return int(self.calls.asnumpy())
+
+        def construct(self, gradients):
+            before = ()
+            if self.update and not self.host:
+                before = copy(self.watched)
+                gradients = ops.depend(gradients, before)  # the copy is taken before the update
+            done = self.optimizer(gradients)
+            if self.host:
+                small = []
+                for i in self.small:
+                    small.append(gradients[i])
+                if self.small:
+                    done = ops.depend(done, ops.assign(self.laid, laid(small)))
+                for j, i in enumerate(self.large):
+                    done = ops.depend(done, ops.assign(self.kept[j], gradients[i].astype(mstype.float32)))
+            else:
+                done = ops.depend(done, ops.assign(self.stats, rows(self.watched, before, gradients, self.ranges)))
+            return ops.depend(done, ops.assign_add(self.calls, ops.ones((), mstype.int32)))
+
+    return _RecordingOptimizer
+
+
+class RecordingOptimizer:
+    """An ``nn.Optimizer`` that keeps what it is given, in place of a training Cell's own in its
+    twin (:func:`_twin_for`), so that a GRAPH step of any training Cell that calls
+    ``self.optimizer(grads)`` gives its gradients: where the device is the host, the gradients
+    themselves in Parameters of the recorder (the small ones laid end to end); on a device, the
+    statistics of the weights and gradients (one small matrix). ``calls`` counts its calls (a
+    step that skipped its update did not call it). Anything else the step asks of it is the
+    optimizer's."""
+
+    def __new__(cls, optimizer: Any, weights: list, needs: Needs, host: bool = False):  # noqa: D102 - a Cell made on first use
+        return _cached_recording()(optimizer, weights, needs, host)
+
+
+@functools.cache
+def _cached_recording() -> type:
+    return _recording_class()
 
 
 class WatchedStep:

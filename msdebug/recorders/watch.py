@@ -245,6 +245,9 @@ class WatchSession:
                 matrix = np.concatenate([matrix, _loss_row(value, matrix.shape[1])])
                 self.history.add(watched[-1])
             trips = self._record(number, watched, matrix, after=False)
+        if self._tracker.notes:
+            self.history.notes.extend(self._tracker.notes)
+            self._tracker.notes.clear()
         self.number += 1
         self._tracker.begin_step(self.watching)
         if watched_now and self.on_update is not None:
