@@ -434,6 +434,36 @@ def test_source_lines_in_a_cell_show_the_cells_code(tmp_path):
     assert row.in_cell and row.code == "y = net(x)  # the cell's line"
 
 
+def test_a_notebook_cell_line_is_named_one_way_by_every_answer(tmp_path):
+    """``%%msnan`` and ``%%msdiff`` (``source_text``), ``%%mswatch`` (``place``) and the
+    explorer's rows name a line of a cell alike: ``cell [N], line L`` once this process knows
+    which ``In [N]`` ran it, ``notebook cell, line L`` before (a cell run before msdebug was
+    loaded), the line as typed (IPython drops a cell's leading blank lines before it compiles)."""
+    from msdebug.dumps import cells
+    from msdebug.dumps.nan import source_text
+    from msdebug.views import explorer as explorer_view
+
+    cell = tmp_path / "ipykernel_4242" / "7654321.py"
+    cell.parent.mkdir()
+    cell.write_text("\n\nimport mindspore\ny = net(x)  # the cell's line\n")
+    path = str(cell)
+    text = f"# IR entry: @g\n\nsubgraph @g() {{\n  %0(y) = PrimFunc_ReLU(%para1_x)\n      # In file {path}:2, 4~14/y = net(x)/\n  Return(%0)\n}}\n"
+    (tmp_path / "g.ir").write_text(text)
+    cells.remember_blank(path, 2)  # compiled line 2 is line 4 as typed
+
+    def labels():
+        row = msdebug.open_dump(tmp_path / "g.ir").graph().rows[0]
+        return {cells.place(path, 2), source_text(path, 2, "")[2], explorer_view._row_source(row)}
+
+    try:
+        assert labels() == {"notebook cell, line 4"}
+        cells.remember(path, 14)
+        assert labels() == {"cell [14], line 4"}
+    finally:
+        cells._numbers.pop(path, None)
+        cells._blank.pop(path, None)
+
+
 # --------------------------------------------------------------------------- CLI
 
 

@@ -116,8 +116,12 @@ def cell_code(path: str, line: int, end: int | None = None) -> str | None:
 
 def place(path: str, line: int) -> str:
     """``cell [3], line 5`` for a line of a notebook cell this process ran (the line as typed),
-    ``train.py:12`` for a file of the person's own; '' for a cell it did not run, or no path."""
+    ``notebook cell, line 5`` for one whose ``In [N]`` it does not know (run before msdebug was
+    loaded, or by another process), ``train.py:12`` for a file of the person's own; '' with no
+    path. The one wording of a place in every answer (``%%msnan``, ``%%mswatch``, the explorer's
+    rows name the same places the same way)."""
     if is_cell(path):
         number = cell_number(path)
-        return f"cell [{number}], line {typed_line(path, line)}" if number is not None else ""
+        line = typed_line(path, line)
+        return f"cell [{number}], line {line}" if number is not None else f"notebook cell, line {line}"
     return f"{os.path.basename(path)}:{line}" if path and not path.startswith("<") else ""

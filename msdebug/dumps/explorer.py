@@ -458,7 +458,7 @@ class Explorer:
         for entry in order.entries[:limit]:
             node = _take(nodes, entry)
             source = node.source if node else None
-            code, in_cell, number = _code(source)
+            code, in_cell, number, line = _code(source)
             rows.append(
                 ExecRow(
                     entry.index,
@@ -472,7 +472,7 @@ class Explorer:
                     in_cell,
                     memory.get(node.scope) if node else None,
                     number,
-                    source.line if source else 0,
+                    line,
                     tuple(node.inputs) if node else (),
                     node.input_types if node else "",
                     node.output_type if node else "",
@@ -682,19 +682,22 @@ def _graphs_summary(saved: graphs.GraphsDir) -> DumpSummary:
     return DumpSummary("graphs", str(saved.root), (rank,), len(saved.files), size, hints)
 
 
-def _code(source) -> tuple[str, bool, int | None]:
-    """The code to show for ``source``, whether it is a notebook cell, and the cell's number."""
+def _code(source) -> tuple[str, bool, int | None, int]:
+    """The code to show for ``source``, whether it is a notebook cell, the cell's number, and
+    the line (in a cell, as typed: :func:`.cells.place` names it so everywhere)."""
     if source is None:
-        return "", False, None
+        return "", False, None, 0
+    in_cell = cells.is_cell(source.path)
+    line = cells.typed_line(source.path, source.line) if in_cell else source.line
     cell = cells.cell_code(source.path, source.line, source.end_line)
     if cell is not None:
-        return cell, True, cells.cell_number(source.path)
-    return source.code.strip(), cells.is_cell(source.path), cells.cell_number(source.path)
+        return cell, True, cells.cell_number(source.path), line
+    return source.code.strip(), in_cell, cells.cell_number(source.path), line
 
 
 def _node_row(node: IrNode) -> NodeRow:
     source = node.source
-    code, in_cell, number = _code(source)
+    code, in_cell, number, line = _code(source)
     return NodeRow(
         node.graph,
         node.id,
@@ -709,7 +712,7 @@ def _node_row(node: IrNode) -> NodeRow:
         code,
         in_cell,
         number,
-        source.line if source else 0,
+        line,
     )
 
 

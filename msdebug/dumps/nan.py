@@ -206,12 +206,8 @@ class NanReport(Rendered):
 
 
 def _cell_label(path: str, line: int) -> str:
-    """``cell [14], line 3`` for a line of a notebook cell (``cell, line 3`` when :mod:`.cells`
-    does not know which ``In [N]`` it was); '' for other files."""
-    if not cells.is_cell(path):
-        return ""
-    number, line = cells.cell_number(path), cells.typed_line(path, line)
-    return f"cell [{number}], line {line}" if number is not None else f"cell, line {line}"
+    """:func:`.cells.place` for a line of a notebook cell; '' for other files."""
+    return cells.place(path, line) if cells.is_cell(path) else ""
 
 
 def source_text(path: str, line: int, code: str) -> tuple[str, str, str]:
