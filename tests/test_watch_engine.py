@@ -17,7 +17,7 @@ from real_networks import BasicBlock, LossLog, images, labels, train_step_of
 
 import msdebug
 from msdebug.backend import watch as backend
-from msdebug.dumps.watch import STATS
+from msdebug.dumps.watch import STATS, Needs
 from msdebug.errors import InvalidValueError, MagicUsageError
 from msdebug.recorders import watch as recorder
 
@@ -227,11 +227,10 @@ def test_a_dead_relu_layer_is_found_at_step_0(mode):
         for _ in range(3):
             step(x, y)
     found = {(t.condition.split("(")[0], t.name) for t in w.history.trips if t.step == 0}
-    if mode == "pynative":
-        assert ("acts:*:all_zero", "relu2") in found
-        assert w.history.stats("relu2")[:, 5].tolist() == [1.0, 1.0, 1.0]
-    else:  # no activations inside a graph: the layer behind the dead one gets no gradient
-        assert any("activations are not watched" in note for note in w.history.notes)
+    # in GRAPH mode through hooks compiled into the watched graph (the sub-cells are attributes)
+    assert ("acts:*:all_zero", "relu2") in found
+    assert w.history.stats("relu2")[:, 5].tolist() == [1.0, 1.0, 1.0]
+    assert not w.history.notes
     assert ("grads:*:vanishing", "fc3.weight") in found and ("weights:*:not_changed", "fc3.weight") in found
     assert w.number == 3 and not w.history.stopped
 
@@ -265,7 +264,7 @@ def test_a_jit_training_step_is_watched_from_step_0_and_what_it_hides_is_said(mo
         "Not checked: grads:*:vanishing(abs_mean_lt=1e-09), grads:*:exploding(l2_gt=1000), grads:*:overflow." in notes
     )
     assert (
-        "GRAPH mode: activations are not watched"
+        "GRAPH mode: activations are watched only in the step of a training Cell"
         if mode == "graph"
         else "the network ran inside a compiled function (@jit)"
     ) in notes
@@ -653,6 +652,165 @@ def test_two_graph_steps_of_networks_with_the_same_names_are_each_watched_with_t
                 grad = w.history.stats(key, "grad")[number]
                 trained = marked or number % 2 == index
                 assert np.isfinite(grad).all() if trained else np.isnan(grad).all(), (key, number)
+
+
+def graph_classifier_step(kind):
+    """A Classifier and its GRAPH training step: a TrainOneStepCell, or ``ClippedStep`` (a
+    subclass with a construct of its own)."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_seed(0)
+    net = Classifier()
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    optimizer = nn.Momentum(net.trainable_params(), 0.1, 0.9)
+    return net, (nn.TrainOneStepCell if kind == "TrainOneStepCell" else ClippedStep)(
+        nn.WithLossCell(net, loss_fn), optimizer
+    )
+
+
+def pynative_acts(net, x):
+    """Each sub-cell's output in PyNative, by name (the reference for a GRAPH step's)."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    out, h = {}, x
+    for name in ("fc1", "relu1", "fc2", "relu2", "fc3"):
+        h = getattr(net, name)(h)
+        out[name] = h.asnumpy().copy()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["TrainOneStepCell", "subclass"])
+def test_graph_activations_come_from_hooks_compiled_into_the_watched_graph_alone(kind):
+    """In GRAPH mode each sub-cell's output is read by a forward hook MindSpore compiles into the
+    watched graph: the statistics against numpy's at every step, also after the batch changes
+    size (a graph compiled again, the hooks in it). The hooks are registered only while that
+    graph compiles: none is left on a Cell, and no other graph takes one in, neither one compiled
+    during the watch (an evaluation) nor one compiled after it."""
+    net, step = graph_classifier_step(kind)
+    batches = [(images((16, 8)), labels(16)), (images((16, 8)), labels(16)), (images((12, 8)), labels(12))]
+    expected = []
+    conditions = (
+        "acts:*:all_zero",
+        "acts:relu1:range(range_start_inclusive=0,range_end_inclusive=0,range_percentage_gt=30)",
+    )
+    with msdebug.watch(*conditions, stop=False, net=step) as w:
+        for number, (x, y) in enumerate(batches):
+            expected.append(pynative_acts(net, x))
+            step(x, y)
+            if number == 0:
+                net(x)  # an evaluation compiled during the watch
+    nothing_left()
+    assert all(not cell._forward_hook for _, cell in net.cells_and_names())
+    for number, acts in enumerate(expected):
+        for name, value in acts.items():
+            np.testing.assert_allclose(w.history.stats(name, "act")[number], numpy_stats(value), rtol=1e-5, atol=1e-6)
+    (trip,) = w.history.trips  # the share of relu1's values in [0, 0]: its zeros, at step 0
+    assert (trip.name, trip.step) == ("relu1", 0)
+    assert trip.values["range_percentage"] == pytest.approx((expected[0]["relu1"] == 0).mean() * 100)
+    shapes = {i.name: i.shape for i in w.history.watched if i.kind == "act"}
+    assert shapes == {"fc1": (16, 16), "relu1": (16, 16), "fc2": (16, 16), "relu2": (16, 16), "fc3": (16, 4)}
+    assert not w.history.notes
+    stats = vars(step)[backend._KEPT].acts.recorder.stats
+    stats.set_data(ms.Tensor(np.full(stats.shape, np.nan, np.float32)))
+    net(images((16, 8)))  # the graph compiled during the watch
+    net(images((8, 8)))  # one compiled now
+    step(images((16, 8)), labels(16))  # the person's own step
+    assert np.isnan(stats.asnumpy()).all()
+
+
+def test_a_ctrl_c_while_a_graph_compiles_with_the_activation_hooks_leaves_none(monkeypatch):
+    """The hooks are registered one by one around the graph's compile: a KeyboardInterrupt in the
+    compile, or between two registrations, leaves none on any Cell."""
+    net = Classifier()
+    cells = [(name, "", cell) for name, cell in net.cells_and_names() if name]
+    acts = backend._GraphActs(cells, Needs(acts="all"))
+    args = (images((4, 8)),)
+
+    def interrupted():
+        assert all(cell._forward_hook for _, _, cell in cells)  # all registered while it runs
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        acts.call(lambda: None, interrupted, args)
+    assert all(not cell._forward_hook for _, cell in net.cells_and_names())
+    register = nn.Cell.register_forward_hook
+
+    def second_interrupts(cell, hook):
+        if cell is net.relu1:
+            raise KeyboardInterrupt
+        return register(cell, hook)
+
+    monkeypatch.setattr(nn.Cell, "register_forward_hook", second_interrupts)
+    with pytest.raises(KeyboardInterrupt):
+        acts.call(lambda: None, lambda: None, args)
+    assert all(not cell._forward_hook for _, cell in net.cells_and_names())
+    assert acts.compiled == set()  # neither call compiled: the next registers the hooks again
+
+
+def _broken_hook(recorder, index):
+    def hook(cell, inputs, output):
+        return no_such_name  # noqa: F821 - MindSpore refuses to compile it
+
+    return hook
+
+
+@pytest.mark.parametrize("kind", ["TrainOneStepCell", "subclass"])
+def test_a_graph_step_that_does_not_compile_with_the_hooks_trains_without_them_and_says_so(monkeypatch, kind):
+    """Whatever MindSpore refuses of the activations' hooks, the step compiles and trains without
+    them: its weights and gradients still watched, the activations said to be unseen, and why."""
+    monkeypatch.setattr(backend, "_act_hook", _broken_hook)
+    net, step = graph_classifier_step(kind)
+    before = values(net)
+    with msdebug.watch(stop=False, net=step) as w:
+        for _ in range(2):
+            step(images((16, 8)), labels(16))
+    nothing_left()
+    assert all((values(net)[name] != value).any() for name, value in before.items() if "bias" not in name)
+    assert {i.kind for i in w.history.watched} == {"weight", "grad", "loss"}
+    notes = " ".join(w.history.notes)
+    assert "did not compile with msdebug's hooks on its sub-cells" in notes and "no_such_name" in notes, notes
+
+
+class Stacked(nn.Cell):
+    """Two layers called as attributes, two more through a SequentialCell (called as one), and
+    one called only for a batch of more than 12 (a branch decided as the graph compiles)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(8, 16)
+        self.relu1 = nn.ReLU()
+        self.body = nn.SequentialCell([nn.Dense(16, 16), nn.ReLU()])
+        self.extra = nn.Tanh()
+        self.fc2 = nn.Dense(16, 4)
+
+    def construct(self, x):
+        x = self.body(self.relu1(self.fc1(x)))
+        if x.shape[0] > 12:
+            x = self.extra(x)
+        return self.fc2(x)
+
+
+def test_graph_activations_of_cells_a_sequential_cell_calls_are_said_to_be_unseen():
+    """MindSpore compiles no hook for a Cell called through a SequentialCell: the SequentialCell's
+    own output is watched, its layers' are named in the notes as not seen. A sub-cell the step's
+    graph did not call has no row in that step (not the last one's)."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_seed(0)
+    net = Stacked()
+    step = classifier_step(net)
+    with msdebug.watch(stop=False, net=step) as w:
+        step(images((16, 8)), labels(16))
+        step(images((12, 8)), labels(12))
+    nothing_left()
+    assert {i.name for i in w.history.watched if i.kind == "act"} == {"fc1", "relu1", "body", "extra", "fc2"}
+    notes = " ".join(w.history.notes)
+    assert "the outputs of 2 of 7 sub-cells were not seen in step 0 (body.0, body.1)" in notes, notes
+    assert "not one called through a SequentialCell" in notes
+    # the recommended conditions ask only for the share of zeros: the hooks count zeros alone
+    zero = STATS.index("zero_share")
+    extra = w.history.stats("extra", "act")
+    assert np.isfinite(extra[0, zero]) and np.isnan(extra[1]).all()
+    assert np.isfinite(w.history.stats("fc2", "act")[:, zero]).all()
+    assert np.isnan(np.delete(w.history.stats("fc2", "act"), zero, axis=1)).all()
 
 
 class PrivateStep(nn.TrainOneStepCell):

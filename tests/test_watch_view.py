@@ -108,6 +108,22 @@ def test_the_live_table_has_a_row_per_tensor_with_its_last_values_and_a_sparklin
     assert line.split()[1:4] == ["weight", "(64,", "32)"] and view._num(last[0]) in line
 
 
+def test_a_statistic_a_step_did_not_compute_shows_as_a_dash_and_a_nan_it_found_as_nan():
+    """A GRAPH step's hooks count an activation's zeros alone when that is all the conditions ask:
+    its other statistics (and its non-finite count) are NaN and show as "-"; a NaN in a tensor
+    that was computed (its non-finite count known) shows as nan."""
+    history = _net()
+    act = history._stats[("act", "encoder.layers.0.relu")]
+    act[:] = np.nan
+    act[:, STATS.index("zero_share")] = 0.25
+    history._stats[("weight", "fc1.weight")][-1, 0] = np.nan  # a NaN max, its count known
+    text = view.text_live(history)
+    relu = next(line for line in text.splitlines() if line.startswith("encod"))  # the name cut in the middle
+    assert relu.split()[4:] == ["-", "-", "-", "-", "-", "0.25", "-"], relu
+    fc1 = next(line for line in text.splitlines() if line.startswith("fc1.weight"))
+    assert fc1.split()[4] == "nan", fc1
+
+
 def test_the_first_tripping_step_is_highlighted_in_its_row_and_on_each_sparkline():
     history = _net([_trip(step=9)], steps=range(13))
     rows = _rows(view.html_live(history))

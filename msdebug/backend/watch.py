@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import os
 import re
 from collections.abc import Callable
@@ -593,6 +594,8 @@ class Tracker:
         self._last_described: tuple[list[tuple[str, str]], list[Watched]] = ([], [])
         self._views = _Views()
         self._skipped = False  # a step that did not call its optimizer was noted
+        self._acts_noted = False  # the sub-cells a GRAPH step's hooks did not see were noted
+        self._acts_failed = False  # a GRAPH step that did not compile with the hooks was noted
         self._twin_error = ""  # why a training step's twin did not compile
         self._early: dict[int, tuple[Any, Any]] = {}  # id -> (a Parameter, its copy): see _copy_early
         self._counts: dict[int, tuple[Any, int | None]] = {}  # id -> (an optimizer, its global_step then)
@@ -689,7 +692,14 @@ class Tracker:
     def unseen(self, kind: str) -> str:
         """Why no tensor of ``kind`` (``grad``, ``act``) was seen in a step that showed weights."""
         if kind == "act" and graph_mode():
-            return "GRAPH mode: activations are not watched (Cell hooks do not run inside a graph)"
+            hooked = [plan.acts for plan in self._graph_steps.values() if plan.acts is not None]
+            failed = next((acts.error for acts in hooked if acts.error), "")
+            if failed:
+                return f"GRAPH mode: no sub-cell's output was seen: {_FAILED.format(failed)}"
+            if hooked:
+                return f"GRAPH mode: no sub-cell's output was seen: {_HOOKED}"
+            return ("GRAPH mode: activations are watched only in the step of a training Cell (nn.TrainOneStepCell "
+                    "or a subclass), whose graph msdebug compiles with its hooks")  # fmt: skip
         if kind == "act" and not any(net.cells for net in self._nets):
             return "activations are not watched: the network has no sub-cells"
         if kind == "act":
@@ -871,11 +881,14 @@ class Tracker:
     def _graph_step(self, cell: Any, args: tuple) -> Any:
         plan = self._graph_steps.get(id(cell))
         if plan is None or plan.keys != list(self.weights) or plan.host != on_host():
-            plan = self._plan(cell, lambda weights, host: _wrapper_for(cell, weights, self.needs, host))
+            plan = self._plan(cell, lambda weights, host, acts: _wrapper_for(cell, weights, self.needs, host, acts))
         wrapper, reader, names = plan.step, plan.reader, plan.names
         if reader is not None and self.needs.update:  # the step's copies, as it starts
             reader.copy([self._views.flat(self.weights[n]) for n in names])
-        loss, *out = wrapper(*args)
+        if plan.acts is None:
+            loss, *out = wrapper(*args)
+        else:
+            loss, *out = plan.acts.call(lambda: wrapper(*args), lambda: wrapper.compile(*args), args)
         grads = self._step_grads(cell)
         if reader is not None:  # the weights read where they are (their views again: the first run may move them)
             matrix = reader.rows([self._views.flat(self.weights[n]) for n in names], *out)
@@ -892,7 +905,7 @@ class Tracker:
         are NaN: an update that did not happen is not judged."""
         plan = self._graph_steps.get(id(cell))
         if plan is None or plan.keys != list(self.weights) or plan.host != on_host():
-            plan = self._plan(cell, lambda weights, host: _twin_for(cell, weights, self.needs, host, args))
+            plan = self._plan(cell, lambda weights, host, acts: _twin_for(cell, weights, self.needs, host, acts, args))
         twin, reader, names = plan.step, plan.reader, plan.names
         recorder = twin.recorder
         if recorder is None:  # its twin did not compile: the step runs as it is, its gradients unseen
@@ -901,7 +914,10 @@ class Tracker:
         calls = recorder.count()
         if reader is not None and self.needs.update:
             reader.copy([self._views.flat(self.weights[n]) for n in names])
-        output = original(twin.cell, *args)
+        if plan.acts is None:
+            output = original(twin.cell, *args)
+        else:
+            output = plan.acts.call(lambda: original(twin.cell, *args), lambda: twin.cell.compile(*args), args)
         ran = recorder.count() != calls
         grads = self._step_grads(cell)
         if reader is not None:
@@ -931,12 +947,26 @@ class Tracker:
         held = {id(p) for p in cell.get_parameters()}
         names = [n for n in keys if id(self.weights[n]) in held]
         weights = [self.weights[n] for n in names]
-        step = make(weights, host)
+        step = make(weights, host, self._act_cells(held) if self.needs.acts else [])
         read = step.recorder if isinstance(step, _Twin) else step
         reader = _HostStep(read, weights, self.needs) if host and read is not None else None
-        plan = _GraphPlan(keys, host, names, [n for n in keys if id(self.weights[n]) not in held], step, reader)
+        others = [n for n in keys if id(self.weights[n]) not in held]
+        plan = _GraphPlan(keys, host, names, others, step, reader, step.acts)
         self._graph_steps[id(cell)] = plan
         return plan
+
+    def _act_cells(self, held: set[int]) -> list[tuple[str, str, Any]]:
+        """The sub-cells of the watched networks that hold one of ``held`` (Parameters' ids):
+        their scope, the line that defines them, the Cell."""
+        out, seen = [], set()
+        for net in self._nets:
+            if not any(id(p) in held for p in net.parameters):
+                continue
+            for cell in net.cells:
+                if id(cell) not in seen:
+                    seen.add(id(cell))
+                    out.append((net.names[id(cell)], _defined_at(type(cell)) or net.root_at, cell))
+        return out
 
     def _step_grads(self, cell: Any) -> list[str]:
         """The names of the gradients ``cell``'s optimizer is given, noted as this step's."""
@@ -950,6 +980,8 @@ class Tracker:
         When another GRAPH step ran earlier in the same watched step (a GAN's two networks), its
         own rows stay, in place of this step's reading of them."""
         keys = [("weight", n) for n in plan.names] + [("grad", n) for n in grads]
+        if plan.acts is not None:
+            keys, matrix = self._with_acts(plan.acts, keys, matrix)
         own = len(keys)
         if plan.others:  # watched, but not in this step's graph: read here, with no change
             keys += [("weight", n) for n in plan.others]
@@ -966,16 +998,44 @@ class Tracker:
             own += len(kept)
         self._graph_rows = (keys, matrix, own)
 
+    def _with_acts(self, acts: _GraphActs, keys: list, matrix: np.ndarray) -> tuple[list, np.ndarray]:
+        """``keys`` and ``matrix`` with the activations the step's hooks wrote; the sub-cells whose
+        output was never seen said once in the notes."""
+        ran, rows, shapes = acts.read(self.needs)
+        if acts.error and ran and not self._acts_failed:  # with none seen, the notes of the unseen kinds say it
+            self._acts_failed = True
+            self.notes.append(f"GRAPH mode: {_FAILED.format(acts.error)} (for a batch of another shape)")
+        for i, shape in zip(ran, shapes, strict=True):
+            name = acts.names[i]
+            keys.append(("act", name))
+            self.acts.append((name, name, _Shaped(shape), acts.where[i]))
+        unseen = [] if self._acts_noted or not ran else [acts.names[i] for i in np.flatnonzero(~acts.seen)]
+        if unseen:
+            self._acts_noted = True
+            shown = ", ".join(unseen[:4]) + (f" and {len(unseen) - 4} more" if len(unseen) > 4 else "")
+            self.notes.append(f"GRAPH mode: the outputs of {len(unseen)} of {len(acts.names)} sub-cells were not "
+                              f"seen in step {self.session.number} ({shown}): {_HOOKED}")  # fmt: skip
+        return keys, np.concatenate([matrix, rows]) if ran else matrix
+
+
+#: Why a GRAPH step showed no activation when its graph refused the hooks.
+_FAILED = "the training step did not compile with msdebug's hooks on its sub-cells ({}): it ran without them"
+
+#: Which sub-cells' outputs a GRAPH step shows.
+_HOOKED = ("MindSpore compiles a forward hook only for a sub-cell called as an attribute (self.fc1(x)), "
+           "not one called through a SequentialCell, a CellList or a loop over cells")  # fmt: skip
+
 
 class _GraphPlan:
     """A GRAPH training step as it is watched: for the watched weights ``keys`` (the step is
     planned again when they change) and where the device is the host (``host``); the graph that
     runs it (``step``) and how it is read (``reader``, on the host); the watched weights it holds
-    (``names``) and the others."""
+    (``names``) and the others; the hooks that give its activations (``acts``), if any."""
 
     def __init__(self, keys: list[str], host: bool, names: list[str], others: list[str], step: Any,
-                 reader: _HostStep | None) -> None:  # fmt: skip
+                 reader: _HostStep | None, acts: _GraphActs | None) -> None:  # fmt: skip
         self.keys, self.host, self.names, self.others, self.step, self.reader = keys, host, names, others, step, reader
+        self.acts = acts
 
 
 #: The attribute of a training step that keeps its :class:`WatchedStep` from one watch to the next
@@ -985,15 +1045,18 @@ class _GraphPlan:
 _KEPT = "_msdebug_watched_step"
 
 
-def _wrapper_for(cell: Any, weights: list, needs: Needs, host: bool) -> Any:
-    """The :class:`WatchedStep` of ``cell`` for these weights and needs: the one an earlier watch
-    made when it was made of the same parts, else a new one (kept for the next watch)."""
-    made = (cell.network, cell.optimizer, cell.grad_reducer, cell.sens, *weights, None, *cell.weights)
+def _wrapper_for(cell: Any, weights: list, needs: Needs, host: bool, acts: list) -> Any:
+    """The :class:`WatchedStep` of ``cell`` for these weights, needs and sub-cells whose outputs
+    are watched (``acts``): the one an earlier watch made when it was made of the same parts (its
+    graph holds that watch's hooks), else a new one (kept for the next watch)."""
+    made = (cell.network, cell.optimizer, cell.grad_reducer, cell.sens, *weights, None, *cell.weights, None,
+            *(c for _, _, c in acts))  # fmt: skip
     kept = _kept(cell, made, needs, host)
     if kept is not None:
         return kept
     wrapper = WatchedStep(cell, weights, needs, host)
     object.__setattr__(wrapper, "made", made)  # not Cell.__setattr__: they are not the wrapper's own cells
+    object.__setattr__(wrapper, "acts", _GraphActs(acts, needs) if acts else None)
     object.__setattr__(cell, _KEPT, wrapper)
     return wrapper
 
@@ -1003,7 +1066,8 @@ def _kept(cell: Any, made: tuple, needs: Needs, host: bool) -> Any:
     (``made``, compared by identity) for the same needs; else None."""
     kept = vars(cell).get(_KEPT)
     if (kept is not None and kept.host == host and kept.update == needs.update and kept.ranges == needs.ranges
-            and len(kept.made) == len(made) and all(a is b for a, b in zip(kept.made, made, strict=True))):  # fmt: skip
+            and (kept.acts is None or kept.acts.mode == needs.acts) and len(kept.made) == len(made)
+            and all(a is b for a, b in zip(kept.made, made, strict=True))):  # fmt: skip
         return kept
     return None
 
@@ -1014,16 +1078,17 @@ class _Twin:
 
     def __init__(self, cell: Any, recorder: Any, needs: Needs, host: bool, made: tuple, error: str = "") -> None:
         self.cell, self.recorder, self.made, self.error = cell, recorder, made, error
+        self.acts: _GraphActs | None = None
         self.host, self.update, self.ranges = host, needs.update, needs.ranges
 
 
-def _twin_for(cell: Any, weights: list, needs: Needs, host: bool, args: tuple) -> _Twin:
+def _twin_for(cell: Any, weights: list, needs: Needs, host: bool, acts: list, args: tuple) -> _Twin:
     """The twin of ``cell`` (kept for the next watch, like :func:`_wrapper_for`'s wrapper),
     compiled for ``args``. ``cell`` itself is not changed: the twin has its own attribute
     dictionaries, sharing every value (the networks, the Parameters) but the optimizer."""
     import copy
 
-    made = (*cell._cells.values(), None, *weights, None, *cell.weights)
+    made = (*cell._cells.values(), None, *weights, None, *cell.weights, None, *(c for _, _, c in acts))
     kept = _kept(cell, made, needs, host)
     if kept is not None:
         return kept
@@ -1031,13 +1096,16 @@ def _twin_for(cell: Any, weights: list, needs: Needs, host: bool, args: tuple) -
     own = {k: copy.copy(v) if isinstance(v, (dict, list, set)) else v for k, v in vars(cell).items() if k != _KEPT}
     object.__setattr__(twin, "__dict__", own)
     recorder, error = None, ""
+    graph_acts = _GraphActs(acts, needs) if acts else None
     try:
         recorder = RecordingOptimizer(cell.optimizer, weights, needs, host)
         twin._cells["optimizer"] = recorder  # not setattr: a Cell with auto_prefix would rename its Parameters
-        twin.compile(*args)
+        if graph_acts is None or not graph_acts.compile(lambda: twin.compile(*args), args):
+            twin.compile(*args)
     except Exception as e:  # noqa: BLE001 - whatever the twin's graph refused, the cell itself runs as it is
         recorder, error = None, _first_line(e)
     kept = _Twin(twin, recorder, needs, host, made, error)
+    kept.acts = graph_acts if recorder is not None else None
     object.__setattr__(cell, _KEPT, kept)
     return kept
 
@@ -1218,6 +1286,181 @@ def _watched_step_class() -> type:
             return loss, ops.zeros((0,), mstype.float32), tuple(large)
 
     return _WatchedStep
+
+
+#: The dimensions of an activation's shape kept beside its statistics (a larger rank shows its first ones).
+_DIMS = 6
+#: The sums an activation's row starts with: of x, x * x and |x|, the count of zeros and of finite values.
+_ACT_SUMS = 5
+
+
+def _activation_class() -> type:
+    """:class:`ActivationRecorder`, made on first use (it derives from ``nn.Cell``)."""
+    from mindspore import Parameter, Tensor, nn, ops
+    from mindspore import dtype as mstype
+
+    class _ActivationRecorder(nn.Cell):
+        def __init__(self, count: int, ranges: tuple, every: bool) -> None:
+            super().__init__(auto_prefix=False)
+            self.ranges = ranges
+            self.every = every  # every statistic, else the count of zeros alone
+            width = (
+                _ACT_SUMS + len(ranges) + 2 + 2 + _DIMS
+            )  # the sums, the counts in ranges, max, -min, size, rank, dims
+            self.stats = Parameter(Tensor(np.full((count, width), np.nan, np.float32)), name="msdebug_watch.acts",
+                                   requires_grad=False)  # fmt: skip
+
+        def record(self, index, output):
+            x = output
+            if isinstance(x, (tuple, list)):
+                x = x[0]
+            if isinstance(x, (tuple, list)):
+                x = x[0]
+            if not isinstance(x, Tensor):
+                return None
+            shape = x.shape
+            x = x.astype(mstype.float32).reshape(-1)
+            n = x.size
+            if n == 0:
+                return None
+            known = [n, len(shape)]
+            for i in range(_DIMS):
+                known.append(shape[i] if i < len(shape) else -1)
+            if not self.every:  # what all_zero needs: three kernels
+                zeros = (x == 0).astype(mstype.float32).sum().reshape(1)
+                rest = Tensor([math.nan] * (len(self.ranges) + 3), mstype.float32)
+                self.stats[index] = ops.concat([Tensor([math.nan] * 3, mstype.float32), zeros, rest,
+                                                Tensor(known, mstype.float32)])  # fmt: skip
+                return None
+            # Few kernels (each costs microseconds on the CPU): one sum over the stacked rows,
+            # one max over x and -x; the host works out the means, the norm and the shares.
+            rows = [x, x * x, ops.abs(x), (x == 0).astype(mstype.float32), ops.isfinite(x).astype(mstype.float32)]
+            for low, high in self.ranges:
+                rows.append(((x >= low) & (x <= high)).astype(mstype.float32))
+            sums = ops.stack(rows).sum(axis=1)
+            extremes = ops.stack([x, -x]).max(axis=1)
+            self.stats[index] = ops.concat([sums, extremes, Tensor(known, mstype.float32)])
+            return None
+
+    return _ActivationRecorder
+
+
+class ActivationRecorder:
+    """The statistics of the sub-cells' outputs in a GRAPH step: a row of one Parameter per
+    sub-cell, written by a forward hook on it that MindSpore compiles into the step's graph
+    (:class:`_GraphActs`): the sums the statistics come from, or (not ``every``) the count of
+    zeros alone, the others NaN; then the output's size (NaN: the hook did not run in the step),
+    rank and dimensions."""
+
+    def __new__(cls, count: int, ranges: tuple, every: bool = True):  # noqa: D102 - a Cell made on first use
+        return _cached_activation()(count, ranges, every)
+
+
+@functools.cache
+def _cached_activation() -> type:
+    return _activation_class()
+
+
+def _act_hook(recorder: Any, index: int) -> Callable:
+    """A forward hook (compiled into a graph, not run in Python) writing row ``index``."""
+
+    def hook(cell, inputs, output):
+        return recorder.record(index, output)
+
+    return hook
+
+
+class _GraphActs:
+    """The activations a GRAPH step shows: a hook on each sub-cell of the watched networks it
+    holds, registered only while a graph of the step compiles (the first call with arguments of a
+    new shape), so that no other graph (the person's own step, an evaluation compiled meanwhile)
+    takes one in. MindSpore compiles a hook only for a sub-cell called as an attribute
+    (``self.fc1(x)``), not one called through a SequentialCell, a CellList or a loop over cells:
+    their rows stay unwritten, and :meth:`read` says which."""
+
+    def __init__(self, cells: list[tuple[str, str, Any]], needs: Needs) -> None:
+        self.names = [name for name, _, _ in cells]
+        self.where = [at for _, at, _ in cells]
+        self.cells = [cell for _, _, cell in cells]
+        self.ranges = needs.ranges
+        self.mode = needs.acts
+        self.recorder = ActivationRecorder(len(cells), needs.ranges, needs.acts != "zeros")
+        self.hooks = [_act_hook(self.recorder, i) for i in range(len(cells))]
+        self.compiled: set = set()  # the signatures of the arguments the graph was compiled for
+        self.seen = np.zeros(len(cells), bool)  # written in some step
+        self.host = on_host()
+        self.error = ""  # why the graph did not compile with the hooks (it runs without them)
+
+    def call(self, run: Callable[[], Any], compile_: Callable[[], Any], args: tuple) -> Any:
+        """``run()`` (a call of the step's graph), compiled first by ``compile_()`` with the hooks
+        for arguments of a new signature."""
+        self._reset()
+        if _signature(args) not in self.compiled:
+            self.compile(compile_, args)
+        return run()
+
+    def compile(self, compile_: Callable[[], Any], args: tuple) -> bool:
+        """``compile_()`` (the step's graph compiled for ``args``) with the hooks registered;
+        False when it failed with them (the reason in :attr:`error`): the graph then compiles
+        without them at its call, and its activations are not seen."""
+        handles = []
+        try:
+            for cell, hook in zip(self.cells, self.hooks, strict=True):  # each kept at once: a Ctrl-C removes it
+                handles.append(cell.register_forward_hook(hook))
+            compile_()
+        except Exception as e:  # noqa: BLE001 - whatever the graph refused of the hooks, it runs without them
+            self.error = self.error or _first_line(e)
+            return False
+        finally:
+            for handle in handles:
+                handle.remove()
+        self.compiled.add(_signature(args))
+        return True
+
+    def _reset(self) -> None:
+        stats = self.recorder.stats
+        if self.host:  # the Parameter's own memory (the graph reads it in place)
+            stats.asnumpy().fill(np.nan)
+        else:
+            from mindspore import Tensor
+
+            stats.set_data(Tensor(np.full(stats.shape, np.nan, np.float32)))
+
+    def read(self, needs: Needs) -> tuple[list[int], np.ndarray, list[tuple[int, ...]]]:
+        """The sub-cells whose hook ran in the step (their indices), their rows (the full width
+        of ``needs``, NaN for a weight's change) and their shapes."""
+        values = np.asarray(self.recorder.stats.asnumpy(), dtype=np.float64)
+        ranges = len(self.ranges)
+        at = _ACT_SUMS + ranges  # max, -min, then the size, the rank and the dims
+        ran = np.flatnonzero(np.isfinite(values[:, at + 2]))
+        self.seen[ran] = True
+        v = values[ran]
+        n = v[:, at + 2]
+        rows = np.full((len(ran), _width(needs)), np.nan)
+        rows[:, : len(STATS)] = np.stack([v[:, at], -v[:, at + 1], v[:, 0] / n, v[:, 2] / n, np.sqrt(v[:, 1]),
+                                          v[:, 3] / n, n - v[:, 4]], axis=1)  # fmt: skip
+        rows[:, len(STATS) : len(STATS) + ranges] = v[:, _ACT_SUMS:at] / n[:, None]
+        shapes = [tuple(int(d) for d in row[at + 4 : at + 4 + min(int(row[at + 3]), _DIMS)]) for row in v]
+        return [int(i) for i in ran], rows, shapes
+
+
+def _signature(args: tuple) -> tuple:
+    """What of a graph's arguments makes MindSpore compile it again: a tensor's shape and dtype,
+    another value itself."""
+    out = []
+    for arg in args:
+        shape = getattr(arg, "shape", None)
+        out.append(
+            (tuple(shape), str(arg.dtype)) if shape is not None and hasattr(arg, "dtype") else (type(arg), repr(arg))
+        )
+    return tuple(out)
+
+
+class _Shaped:
+    """What :meth:`Tracker._describe` reads of an activation seen in a graph: its shape and dtype."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape, self.dtype = shape, "Float32"
 
 
 def _recording_class() -> type:

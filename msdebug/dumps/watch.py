@@ -367,12 +367,17 @@ class Needs:
 
     update: bool = False
     ranges: tuple[tuple[float, float], ...] = ()
+    #: what the conditions on activations need a GRAPH step's hooks to compute: nothing (``""``),
+    #: the share of zeros alone (``"zeros"``: ``all_zero``, the recommended one), or every statistic
+    acts: str = ""
 
     @classmethod
     def of(cls, conditions: list[Condition]) -> Needs:
         ranges = sorted({_bounds(c) for c in conditions if c.name == "range" and _has_bounds(c)})
         update = any(c.name in ("not_changed", "change_too_large", "change_too_small") for c in conditions)
-        return cls(update, tuple(ranges))
+        on_acts = {c.name for c in conditions if c.kind == "acts"}
+        acts = "" if not on_acts else "zeros" if on_acts == {"all_zero"} else "all"
+        return cls(update, tuple(ranges), acts)
 
     @property
     def extras(self) -> tuple[str, ...]:

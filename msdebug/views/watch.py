@@ -184,9 +184,12 @@ def _row(history: Any, watched: Any, steps: Sequence[int], trip: Any) -> r.Row:
         r.Cell(watched.kind),
         r.Cell(_shape(watched), title=f"{_shape(watched)} {getattr(watched, 'dtype', '')}".strip()),
     ]
+    # a statistic a step did not compute (a GRAPH step's hooks count an activation's zeros alone
+    # when that is all the conditions ask): its non-finite count is NaN too, and it shows as "-"
+    computed = not count or "nonfinite" not in stats or not math.isnan(float(table[-1, stats.index("nonfinite")]))
     for column, stat in enumerate(stats):
         values = [float(v) for v in table[:, column]] if count else []
-        last = _num(values[-1]) if values else "-"
+        last = _num(values[-1]) if values and (computed or not math.isnan(values[-1])) else "-"
         title = f"{watched.name} {stat}"
         sections: list = [r.Line(r.Span(last, "b-bad") if stat in compared else last)]
         if len(values) > 1:
@@ -245,7 +248,7 @@ def _status(history: Any) -> str:
 
 
 def _notes(history: Any) -> list:
-    """What the session said about the run (GRAPH mode: no activations), at most a few."""
+    """What the session said about the run (what it could not see), at most a few."""
     notes = [str(n) for n in getattr(history, "notes", ()) or ()]
     return [r.Line(note, look="boxed-note") for note in notes[:_MAX_CONDITIONS]]
 
