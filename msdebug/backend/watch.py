@@ -1429,12 +1429,14 @@ class _GraphActs:
     def read(self, needs: Needs) -> tuple[list[int], np.ndarray, list[tuple[int, ...]]]:
         """The sub-cells whose hook ran in the step (their indices), their rows (the full width
         of ``needs``, NaN for a weight's change) and their shapes."""
-        values = np.asarray(self.recorder.stats.asnumpy(), dtype=np.float64)
+        stats = self.recorder.stats.asnumpy()
         ranges = len(self.ranges)
         at = _ACT_SUMS + ranges  # max, -min, then the size, the rank and the dims
-        ran = np.flatnonzero(np.isfinite(values[:, at + 2]))
+        ran = np.flatnonzero(np.isfinite(stats[:, at + 2]))
+        if not len(ran):  # none (a SequentialCell's layers): nothing more to read
+            return [], np.empty((0, _width(needs))), []
         self.seen[ran] = True
-        v = values[ran]
+        v = stats[ran].astype(np.float64)
         n = v[:, at + 2]
         rows = np.full((len(ran), _width(needs)), np.nan)
         rows[:, : len(STATS)] = np.stack([v[:, at], -v[:, at + 1], v[:, 0] / n, v[:, 2] / n, np.sqrt(v[:, 1]),
