@@ -102,6 +102,22 @@ def test_change_conditions_follow_mindinsights_formulas():
         "range_share@0.0,inf", "update_abs_mean", "prev_abs_mean", "prev_zero_share")  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("conditions", "acts"),
+    [
+        (None, "zeros"),  # the recommended set: all_zero
+        (["acts:relu*:dead"], "zeros"),
+        (["acts:*:all_zero", "acts:*:range(range_start_inclusive=0,range_percentage_gt=50)"], "all"),
+        (["acts:*:overflow"], "all"),
+        (["weights:*:not_changed", "grads:*:vanishing"], ""),
+    ],
+)
+def test_what_a_graph_step_s_hooks_compute_of_the_activations_is_what_the_conditions_need(conditions, acts):
+    """The share of zeros alone for all_zero and dead (three kernels a layer in a GRAPH step),
+    every statistic for any other condition on activations, nothing (no hook) without one."""
+    assert Needs.of(parse_conditions(conditions)).acts == acts
+
+
 def test_the_ratio_conditions_skip_a_tensor_that_started_at_zeros_or_that_no_optimizer_trains():
     bias = Watched("fc1.bias", "weight", (4,), "Float32")
     moving = Watched("bn.moving_variance", "weight", (4,), "Float32", trained=False)

@@ -368,7 +368,8 @@ class Needs:
     update: bool = False
     ranges: tuple[tuple[float, float], ...] = ()
     #: what the conditions on activations need a GRAPH step's hooks to compute: nothing (``""``),
-    #: the share of zeros alone (``"zeros"``: ``all_zero``, the recommended one), or every statistic
+    #: the share of zeros alone (``"zeros"``: ``all_zero``, the recommended one, and ``dead``), or
+    #: every statistic
     acts: str = ""
 
     @classmethod
@@ -376,7 +377,7 @@ class Needs:
         ranges = sorted({_bounds(c) for c in conditions if c.name == "range" and _has_bounds(c)})
         update = any(c.name in ("not_changed", "change_too_large", "change_too_small") for c in conditions)
         on_acts = {c.name for c in conditions if c.kind == "acts"}
-        acts = "" if not on_acts else "zeros" if on_acts == {"all_zero"} else "all"
+        acts = "" if not on_acts else "zeros" if on_acts <= {"all_zero", "dead"} else "all"
         return cls(update, tuple(ranges), acts)
 
     @property
