@@ -1,10 +1,10 @@
 """Generated trainings are the proof that ``%%mswatch`` gives right answers on ordinary code.
 
 Each training (hypothesis draws it) is a chain of Dense layers with ReLUs (in a CellList, or each
-an attribute called by name), in PyNative or GRAPH mode, trained with SGD, Momentum or Adam in one of MindSpore's usual ways: an
-``nn.TrainOneStepCell``, a subclass of it with a ``construct`` of its own (the gradients
-clipped), ``value_and_grad`` and the optimizer called in a Python loop, or both inside one
-``@ms.jit`` function. One fault may be injected at a drawn layer: frozen with
+an attribute called by name), in PyNative or GRAPH mode, trained with SGD, Momentum or Adam in
+one of MindSpore's usual ways: an ``nn.TrainOneStepCell``, a subclass of it with a ``construct``
+of its own (the gradients clipped), ``value_and_grad`` and the optimizer called in a Python loop,
+or both inside one ``@ms.jit`` function. One fault may be injected at a drawn layer: frozen with
 ``requires_grad=False``, frozen with a learning rate of 0 in a group of its own, or a ReLU made
 dead by a bias of -100 before it.
 
