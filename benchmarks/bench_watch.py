@@ -82,10 +82,10 @@ def _training(mode: str, width: int, batch: int, named: bool = False):
 
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(0)
-    layers = []
-    for _ in range(20 if not named else 0):
-        layers += [nn.Dense(width, width), nn.ReLU()]
-    net = _named_mlp(width) if named else nn.SequentialCell(layers)
+    if named:
+        net = _named_mlp(width)
+    else:
+        net = nn.SequentialCell([layer for _ in range(20) for layer in (nn.Dense(width, width), nn.ReLU())])
     step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), 1e-3))
     x = ms.Tensor(np.random.default_rng(0).standard_normal((batch, width)).astype(np.float32))
     y = ms.Tensor(np.zeros((batch, width), np.float32))

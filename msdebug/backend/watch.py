@@ -13,8 +13,9 @@
   loss. In GRAPH mode a TrainOneStepCell runs as :class:`WatchedStep`, a Cell that does what its
   ``construct`` does and also returns the statistics (a device) or the gradients (the host), so
   one graph run gives them; no dump. A training Cell with a ``construct`` of its own runs as
-  its twin, whose optimizer (:class:`RecordingOptimizer`) keeps what it is given. Inside ``@jit`` no call is seen: the namespace's optimizers
-  whose call count moved in the step are watched.
+  its twin, whose optimizer (:class:`RecordingOptimizer`) keeps what it is given. Inside
+  ``@jit`` no call is seen: the namespace's optimizers whose call count moved in the step are
+  watched.
 * :func:`watch_callback`: the ``Model.train`` callback.
 
 MindSpore's statistics-only dump (``saved_data: "statistic"``) does the same on GPU and Ascend
@@ -879,9 +880,7 @@ class Tracker:
         return output
 
     def _graph_step(self, cell: Any, args: tuple) -> Any:
-        plan = self._graph_steps.get(id(cell))
-        if plan is None or plan.keys != list(self.weights) or plan.host != on_host():
-            plan = self._plan(cell, lambda weights, host, acts: _wrapper_for(cell, weights, self.needs, host, acts))
+        plan = self._plan(cell, lambda weights, host, acts: _wrapper_for(cell, weights, self.needs, host, acts))
         wrapper, reader, names = plan.step, plan.reader, plan.names
         if reader is not None and self.needs.update:  # the step's copies, as it starts
             reader.copy([self._views.flat(self.weights[n]) for n in names])
@@ -903,9 +902,7 @@ class Tracker:
         keeps what it is given (:class:`RecordingOptimizer`). In a step whose ``construct`` did not
         call the optimizer (an overflow a loss scale skips) the gradients and the weights' change
         are NaN: an update that did not happen is not judged."""
-        plan = self._graph_steps.get(id(cell))
-        if plan is None or plan.keys != list(self.weights) or plan.host != on_host():
-            plan = self._plan(cell, lambda weights, host, acts: _twin_for(cell, weights, self.needs, host, acts, args))
+        plan = self._plan(cell, lambda weights, host, acts: _twin_for(cell, weights, self.needs, host, acts, args))
         twin, reader, names = plan.step, plan.reader, plan.names
         recorder = twin.recorder
         if recorder is None:  # its twin did not compile: the step runs as it is, its gradients unseen
@@ -938,16 +935,22 @@ class Tracker:
         self._set_graph_rows(plan, grads, matrix)
         return output
 
-    def _plan(self, cell: Any, make: Callable[[list, bool], Any]) -> _GraphPlan:
-        """How ``cell``'s GRAPH steps are watched from now on: ``make(weights, host)`` gives the
-        graph that runs them (:class:`WatchedStep` or a :class:`_Twin`), for the watched weights
-        ``cell`` holds. Two networks with the same Parameter names can be watched at once, but not
-        read by one graph; a weight of another network is read on its own, with no change."""
+    def _plan(self, cell: Any, make: Callable[[list, bool, list], Any]) -> _GraphPlan:
+        """How ``cell``'s GRAPH steps are watched: the last plan while the watched weights and the
+        device stay, else a new one, whose graph (:class:`WatchedStep` or a :class:`_Twin`)
+        ``make(weights, host, acts)`` gives for the watched weights ``cell`` holds and the
+        sub-cells whose outputs are watched. Two networks with the same Parameter names can be
+        watched at once, but not read by one graph; a weight of another network is read on its
+        own, with no change."""
         keys, host = list(self.weights), on_host()
-        held = {id(p) for p in cell.get_parameters()}
+        plan = self._graph_steps.get(id(cell))
+        if plan is not None and plan.keys == keys and plan.host == host:
+            return plan
+        parameters = list(cell.get_parameters())
+        held = {id(p) for p in parameters}
         names = [n for n in keys if id(self.weights[n]) in held]
         weights = [self.weights[n] for n in names]
-        step = make(weights, host, self._act_cells(held) if self.needs.acts else [])
+        step = make(weights, host, self._act_cells(parameters) if self.needs.acts else [])
         read = step.recorder if isinstance(step, _Twin) else step
         reader = _HostStep(read, weights, self.needs) if host and read is not None else None
         others = [n for n in keys if id(self.weights[n]) not in held]
@@ -955,13 +958,11 @@ class Tracker:
         self._graph_steps[id(cell)] = plan
         return plan
 
-    def _act_cells(self, held: set[int]) -> list[tuple[str, str, Any]]:
-        """The sub-cells of the watched networks that hold one of ``held`` (Parameters' ids):
-        their scope, the line that defines them, the Cell."""
+    def _act_cells(self, parameters: list) -> list[tuple[str, str, Any]]:
+        """The sub-cells of the watched networks that hold one of ``parameters``: their scope,
+        the line that defines them, the Cell."""
         out, seen = [], set()
-        for net in self._nets:
-            if not any(id(p) in held for p in net.parameters):
-                continue
+        for net in self._nets_holding(parameters):
             for cell in net.cells:
                 if id(cell) not in seen:
                     seen.add(id(cell))
@@ -1074,11 +1075,12 @@ def _kept(cell: Any, made: tuple, needs: Needs, host: bool) -> Any:
 
 class _Twin:
     """A training Cell's twin: the same Cell with a :class:`RecordingOptimizer` for its optimizer
-    (``recorder``; None when the twin did not compile, then the Cell runs as it is)."""
+    (``recorder``; None when the twin did not compile, then the Cell runs as it is), and the
+    hooks that give its activations (``acts``), if any."""
 
-    def __init__(self, cell: Any, recorder: Any, needs: Needs, host: bool, made: tuple, error: str = "") -> None:
-        self.cell, self.recorder, self.made, self.error = cell, recorder, made, error
-        self.acts: _GraphActs | None = None
+    def __init__(self, cell: Any, recorder: Any, needs: Needs, host: bool, made: tuple, error: str,
+                 acts: _GraphActs | None) -> None:  # fmt: skip
+        self.cell, self.recorder, self.made, self.error, self.acts = cell, recorder, made, error, acts
         self.host, self.update, self.ranges = host, needs.update, needs.ranges
 
 
@@ -1104,8 +1106,7 @@ def _twin_for(cell: Any, weights: list, needs: Needs, host: bool, acts: list, ar
             twin.compile(*args)
     except Exception as e:  # noqa: BLE001 - whatever the twin's graph refused, the cell itself runs as it is
         recorder, error = None, _first_line(e)
-    kept = _Twin(twin, recorder, needs, host, made, error)
-    kept.acts = graph_acts if recorder is not None else None
+    kept = _Twin(twin, recorder, needs, host, made, error, graph_acts if recorder is not None else None)
     object.__setattr__(cell, _KEPT, kept)
     return kept
 
@@ -1304,9 +1305,8 @@ def _activation_class() -> type:
             super().__init__(auto_prefix=False)
             self.ranges = ranges
             self.every = every  # every statistic, else the count of zeros alone
-            width = (
-                _ACT_SUMS + len(ranges) + 2 + 2 + _DIMS
-            )  # the sums, the counts in ranges, max, -min, size, rank, dims
+            # the sums, the counts in ranges, max and -min, then the size, the rank and the dims
+            width = _ACT_SUMS + len(ranges) + 2 + 2 + _DIMS
             self.stats = Parameter(Tensor(np.full((count, width), np.nan, np.float32)), name="msdebug_watch.acts",
                                    requires_grad=False)  # fmt: skip
 
@@ -1494,8 +1494,7 @@ def _recording_class() -> type:
                                                       name=f"msdebug_watch.grad{i}", requires_grad=False)
                                             for i in self.large])  # fmt: skip
             else:  # the statistics, computed where the tensors are: one small matrix
-                width = len(STATS) + len(needs.ranges) + (3 if needs.update else 0)
-                shape = (len(weights) + len(parameters), width)
+                shape = (len(weights) + len(parameters), _width(needs))
                 self.stats = Parameter(
                     Tensor(np.zeros(shape, np.float32)), name="msdebug_watch.stats", requires_grad=False
                 )
